@@ -1,0 +1,127 @@
+# fleetfit — see `make help`.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+MODULE      := github.com/fleetfit/fleetfit
+BIN         := $(CURDIR)/bin
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+GIT_COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS     := -s -w -X $(MODULE)/pkg/version.gitVersion=$(VERSION) -X $(MODULE)/pkg/version.gitCommit=$(GIT_COMMIT)
+GO_TEST     ?= go test
+TEST_FLAGS  ?= -race -count=1
+# Integration suites start real control planes; give them room on a 2-core machine.
+INTEGRATION_TIMEOUT ?= 30m
+
+# Kubernetes and etcd for tests, the demo and end-to-end runs, built from
+# Go modules (test/tools) — never downloaded as binaries.
+KUBE_VERSION := v1.35.4
+KWOK_VERSION := v0.8.0
+KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=35 -X $(p).gitTreeState=clean)
+TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok
+
+OCM_API_DIR = $(shell go list -m -f '{{.Dir}}' open-cluster-management.io/api)
+# OCM CRDs fleetfit works with, as <api dir path>:<hub|spoke>.
+OCM_CRDS := \
+	cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml:hub \
+	cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml:hub \
+	cluster/v1beta2/0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml:hub \
+	cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml:hub \
+	cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml:hub \
+	cluster/v1alpha1/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml:hub \
+	work/v1/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml:hub \
+	work/v1alpha1/0000_00_work.open-cluster-management.io_manifestworkreplicasets.crd.yaml:hub \
+	cluster/v1alpha1/0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml:spoke \
+	work/v1/0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml:spoke
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} \
+		/^[a-zA-Z0-9_-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Build
+
+.PHONY: build
+build: ## Build fleetfit-hub, fleetfit-agent and the fleetfit CLI into bin/.
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+.PHONY: tools
+tools: $(TOOLS) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into bin/ (once).
+
+$(BIN)/etcd: test/tools/go.mod test/tools/go.sum
+	cd test/tools && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+
+$(BIN)/kube-%: test/tools/go.mod test/tools/go.sum
+	cd test/tools && CGO_ENABLED=0 go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-$*
+
+$(BIN)/kwok:
+	GOBIN=$(BIN) CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+
+##@ Development
+
+.PHONY: generate
+generate: ## Regenerate deepcopy, CRDs, clients and the copied OCM CRDs.
+	go tool controller-gen object paths=./pkg/apis/...
+	go tool controller-gen crd:allowDangerousTypes=false paths=./pkg/apis/... output:crd:dir=./manifests/crds/hub
+	go run ./manifests/internal/boundquantities manifests/crds/hub/fleetfit.io_*.yaml
+	rm -rf pkg/generated
+	go tool client-gen --go-header-file /dev/null --clientset-name versioned --input-base "" \
+		--input $(MODULE)/pkg/apis/fleetfit/v1alpha1 \
+		--output-dir pkg/generated/clientset --output-pkg $(MODULE)/pkg/generated/clientset
+	go tool lister-gen --go-header-file /dev/null \
+		--output-dir pkg/generated/listers --output-pkg $(MODULE)/pkg/generated/listers \
+		$(MODULE)/pkg/apis/fleetfit/v1alpha1
+	go tool informer-gen --go-header-file /dev/null \
+		--versioned-clientset-package $(MODULE)/pkg/generated/clientset/versioned \
+		--listers-package $(MODULE)/pkg/generated/listers \
+		--output-dir pkg/generated/informers --output-pkg $(MODULE)/pkg/generated/informers \
+		$(MODULE)/pkg/apis/fleetfit/v1alpha1
+	rm -f manifests/crds/*/ocm_*.yaml
+	for entry in $(OCM_CRDS); do \
+		src=$${entry%%:*}; side=$${entry##*:}; \
+		install -m 0644 "$(OCM_API_DIR)/$$src" "manifests/crds/$$side/ocm_$$(basename $$src | sed -e 's/^0000_0[0-9]_//' -e 's/\.crd\.yaml$$/.yaml/')"; \
+	done
+
+.PHONY: verify
+verify: ## Check generated code and CRDs are current, gofmt and go vet are clean.
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+		cp -a manifests pkg $$tmp/; \
+		$(MAKE) --no-print-directory generate >/dev/null; \
+		if ! git diff --quiet --no-index $$tmp/manifests manifests || ! git diff --quiet --no-index $$tmp/pkg pkg; then \
+			git diff --stat --no-index $$tmp/manifests manifests || true; git diff --stat --no-index $$tmp/pkg pkg || true; \
+			echo "generated files are out of date: run 'make generate' and commit the result"; exit 1; fi
+	@out=$$(gofmt -l cmd pkg manifests test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	cd test/tools && go mod verify >/dev/null
+
+##@ Test
+
+.PHONY: test
+test: test-unit test-integration ## Run unit and integration tests (with -race).
+
+.PHONY: test-unit
+test-unit: ## Run unit tests.
+	$(GO_TEST) $(TEST_FLAGS) ./cmd/... ./pkg/... ./manifests/...
+
+.PHONY: test-integration
+test-integration: tools ## Run integration tests against real kube-apiserver and etcd processes.
+	FLEETFIT_BIN_DIR=$(BIN) $(GO_TEST) $(TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
+
+.PHONY: bench
+bench: ## Run benchmarks.
+	$(GO_TEST) -run '^$$' -bench . -benchmem ./pkg/...
+
+##@ Demo
+
+.PHONY: demo
+demo: tools ## Start a local fleet (a hub and two spokes on loopback) and keep it running until Ctrl-C.
+	FLEETFIT_BIN_DIR=$(BIN) go run ./test/demo
+
+.PHONY: clean
+clean: ## Remove built binaries.
+	rm -rf $(BIN)
