@@ -120,7 +120,7 @@ bench: ## Run benchmarks.
 
 .PHONY: demo
 demo: tools ## Start a local fleet (a hub and two spokes on loopback) and keep it running until Ctrl-C.
-	FLEETFIT_BIN_DIR=$(BIN) go run ./test/demo
+	FLEETFIT_BIN_DIR=$(BIN) go run ./test/demo/fleetfit-demo
 
 .PHONY: clean
 clean: ## Remove built binaries.

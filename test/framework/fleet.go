@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/install"
@@ -91,4 +96,29 @@ func Kubeconfig(cfg *rest.Config, contextName string) ([]byte, error) {
 	kc.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName}
 	kc.CurrentContext = contextName
 	return clientcmd.Write(*kc)
+}
+
+// RegisterSpokes makes each spoke a managed cluster of the hub as OCM's
+// registration would leave it: a namespace named after the cluster, an
+// accepted ManagedCluster labelled with its name and the default cluster set.
+func (f *Fleet) RegisterSpokes(ctx context.Context) error {
+	admin := f.Hub.AdminClient()
+	clusters := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig()).ClusterV1().ManagedClusters()
+	for i := range f.Spokes {
+		name := SpokeName(i)
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+		mc := &clusterv1.ManagedCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+				"name": name,
+				"cluster.open-cluster-management.io/clusterset": "default",
+			}},
+			Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true},
+		}
+		if _, err := clusters.Create(ctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ManagedCluster %s: %w", name, err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,134 @@
+// Package demo runs fleetfit's local demo fleet: a hub and managed clusters,
+// each a real kube-apiserver and etcd on loopback, with OCM's and fleetfit's
+// APIs installed, the clusters registered, and an example Placement and
+// HPAIntent (EMCO's fwall) applied — ready to look at with kubectl.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
+	"github.com/fleetfit/fleetfit/test/framework"
+)
+
+// Namespace holds the demo's Placement and HPAIntent on the hub.
+const Namespace = "demo"
+
+// Options configure the demo.
+type Options struct {
+	// Dir receives one kubeconfig per cluster.
+	Dir string
+	// Spokes is the number of managed clusters.
+	Spokes int
+}
+
+// Run starts the fleet, prints how to reach it, calls ready (when not nil),
+// and keeps the fleet up until ctx ends; then everything is stopped and
+// removed.
+func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fleet)) error {
+	fmt.Fprintf(out, "Starting a hub and %d managed clusters (kube-apiserver + etcd each, on loopback)...\n", o.Spokes)
+	fleet, err := framework.StartFleet(ctx, o.Spokes, framework.Options{})
+	if err != nil {
+		return err
+	}
+	defer fleet.Stop()
+	if err := fleet.RegisterSpokes(ctx); err != nil {
+		return err
+	}
+	if err := applyExamples(ctx, fleet); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tROLE\tSERVER\tKUBECONFIG")
+	for i, cp := range append([]*framework.ControlPlane{fleet.Hub}, fleet.Spokes...) {
+		role := "managed cluster"
+		if i == 0 {
+			role = "hub"
+		}
+		path := filepath.Join(o.Dir, cp.Name+".kubeconfig")
+		raw, err := framework.Kubeconfig(cp.AdminConfig(), cp.Name)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			return err
+		}
+		defer os.Remove(path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cp.Name, role, cp.URL(), path)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, `
+On the hub: ManagedClusters %s, the Placement %s/fwall and the HPAIntent %s/fwall
+(EMCO's firewall example). Look around with kubectl, for example:
+
+  kubectl --kubeconfig %s get managedclusters,placements,hpaintents -A
+
+Press Ctrl-C to stop; every process and file of the fleet is removed.
+`, clusterNames(fleet), Namespace, Namespace, filepath.Join(o.Dir, "hub.kubeconfig"))
+	if ready != nil {
+		ready(fleet)
+	}
+	<-ctx.Done()
+	fmt.Fprintln(out, "Stopping the fleet...")
+	return nil
+}
+
+func clusterNames(f *framework.Fleet) string {
+	s := ""
+	for i := range f.Spokes {
+		if i > 0 {
+			s += ", "
+		}
+		s += framework.SpokeName(i)
+	}
+	return s
+}
+
+// applyExamples creates the demo namespace, binds the default cluster set to
+// it, and applies a Placement and the fwall HPAIntent.
+func applyExamples(ctx context.Context, f *framework.Fleet) error {
+	cfg := f.Hub.AdminConfig()
+	if _, err := f.Hub.AdminClient().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	clusters := clusterclient.NewForConfigOrDie(cfg)
+	set := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := clusters.ClusterV1beta2().ManagedClusterSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	binding := &clusterv1beta2.ManagedClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: Namespace},
+		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"},
+	}
+	if _, err := clusters.ClusterV1beta2().ManagedClusterSetBindings(Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	placement := &clusterv1beta1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Name: ut.FwallName, Namespace: Namespace},
+		Spec:       clusterv1beta1.PlacementSpec{NumberOfClusters: ptr.To[int32](1)},
+	}
+	if _, err := clusters.ClusterV1beta1().Placements(Namespace).Create(ctx, placement, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	intent := ut.FwallHPAIntent(Namespace).Obj()
+	_, err := fleetfitclient.NewForConfigOrDie(cfg).FleetfitV1alpha1().HPAIntents(Namespace).Create(ctx, intent, metav1.CreateOptions{})
+	return err
+}
