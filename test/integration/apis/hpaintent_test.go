@@ -3,6 +3,8 @@ package apis
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
@@ -268,4 +271,34 @@ func createNamespace(t *testing.T, prefix string) string {
 		_ = admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
+}
+
+// TestExampleIntentsAreAccepted applies the examples under deploy/examples
+// as a user would (YAML, integers as EMCO writes them) and checks that both
+// Go validation and the API server accept them.
+func TestExampleIntentsAreAccepted(t *testing.T) {
+	ns := createNamespace(t, "examples")
+	paths, err := filepath.Glob("../../../deploy/examples/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples found (%v)", err)
+	}
+	intents := fleetfitclient.NewForConfigOrDie(fleet.Hub.AdminConfig()).FleetfitV1alpha1().HPAIntents(ns)
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			intent := &v1alpha1.HPAIntent{}
+			if err := yaml.UnmarshalStrict(raw, intent); err != nil {
+				t.Fatalf("decoding: %v", err)
+			}
+			if errs := validation.ValidateHPAIntent(intent); len(errs) > 0 {
+				t.Errorf("Go validation: %v", errs.ToAggregate())
+			}
+			if _, err := intents.Create(t.Context(), intent, metav1.CreateOptions{}); err != nil {
+				t.Errorf("API server: %v", err)
+			}
+		})
+	}
 }

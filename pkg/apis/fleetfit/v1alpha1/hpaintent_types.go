@@ -168,7 +168,7 @@ type ResourceRequirement struct {
 // +kubebuilder:validation:XValidation:rule="has(self.requests) || has(self.limits)",message="set requests, limits or both"
 // +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !isQuantity(string(self.requests)) || !isQuantity(string(self.limits)) || quantity(string(self.requests)).compareTo(quantity(string(self.limits))) <= 0",messageExpression="'requests (' + string(self.requests) + ') must not exceed limits (' + string(self.limits) + ')'"
 // +kubebuilder:validation:XValidation:rule="(!has(self.requests) || !string(self.requests).startsWith('-')) && (!has(self.limits) || !string(self.limits).startsWith('-'))",message="requests and limits must not be negative"
-// +kubebuilder:validation:XValidation:rule="!has(self.units) || ((!has(self.requests) || string(self.requests).matches('^[0-9]+$')) && (!has(self.limits) || string(self.limits).matches('^[0-9]+$')))",message="with units, requests and limits are plain integers (EMCO's legacy form, e.g. requests: 1000 with units: MB); without units use Kubernetes quantities such as 1000M or 2Gi"
+// +kubebuilder:validation:XValidation:rule="!has(self.units) || ((!has(self.requests) || (isQuantity(string(self.requests)) && quantity(string(self.requests)).isInteger())) && (!has(self.limits) || (isQuantity(string(self.limits)) && quantity(string(self.limits)).isInteger())))",message="with units, requests and limits are whole numbers of that unit (EMCO's legacy form, e.g. requests: 1000 with units: MB); without units use Kubernetes quantities such as 1000M or 2Gi"
 type ResourceAmount struct {
 	// name is the Kubernetes resource name: cpu, memory, nvidia.com/gpu,
 	// intel.com/qat, hugepages-2Mi or any extended resource.

@@ -1,0 +1,111 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"strconv"
+
+	"gopkg.in/inf.v0"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// EffectiveRequests is the amount the pod is guaranteed and that must be free
+// on one node, as a Kubernetes quantity: requests, or limits when only limits
+// are set (Kubernetes defaults requests to limits), converted from the legacy
+// units when units is set. It returns an error when neither requests nor
+// limits is set, when units is unknown, or when units is set and the amount is
+// not a whole non-negative number: EMCO's legacy form scales whole numbers of
+// a unit only. An amount that passes validation never returns an error.
+func (r *ResourceAmount) EffectiveRequests() (resource.Quantity, error) {
+	switch {
+	case r.Requests != nil:
+		return r.inKubernetesUnits("requests", *r.Requests)
+	case r.Limits != nil:
+		return r.inKubernetesUnits("limits", *r.Limits)
+	default:
+		return resource.Quantity{}, fmt.Errorf("resource %q sets neither requests nor limits", r.Name)
+	}
+}
+
+// EffectiveLimits is limits as a Kubernetes quantity, converted from the
+// legacy units when units is set, or nil when no limits are set. It fails for
+// the same reasons as EffectiveRequests.
+func (r *ResourceAmount) EffectiveLimits() (*resource.Quantity, error) {
+	if r.Limits == nil {
+		return nil, nil
+	}
+	q, err := r.inKubernetesUnits("limits", *r.Limits)
+	if err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// inKubernetesUnits returns q scaled by the legacy units, or a copy of q when
+// there are none. field names the amount in errors.
+func (r *ResourceAmount) inKubernetesUnits(field string, q resource.Quantity) (resource.Quantity, error) {
+	if r.Units == "" {
+		return q.DeepCopy(), nil
+	}
+	// Wholeness is checked before the unit is looked up so that a fractional
+	// amount is reported as such whatever the units say.
+	digits, ok := wholeDigits(q)
+	if !ok {
+		return resource.Quantity{}, fmt.Errorf("%s %s is not a whole non-negative number of units %s", field, q.String(), r.Units)
+	}
+	suffix, ok := legacyUnitSuffix(r.Units)
+	if !ok {
+		return resource.Quantity{}, fmt.Errorf("unknown units %q: use one of K, M, G, T, Ki, Mi, Gi, Ti, KB, MB, GB, TB, KiB, MiB, GiB, TiB, or none", r.Units)
+	}
+	converted, err := resource.ParseQuantity(digits + suffix)
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("converting %s %s with units %s: %w", field, q.String(), r.Units, err)
+	}
+	return converted, nil
+}
+
+// legacyUnitSuffix maps one of EMCO's units to the Kubernetes quantity suffix
+// with the same multiplier. The byte-suffixed forms (MB, MiB) mean the same
+// as the bare ones; K is decimal, spelt k in Kubernetes.
+func legacyUnitSuffix(units string) (string, bool) {
+	switch units {
+	case "K", "KB":
+		return "k", true
+	case "M", "MB":
+		return "M", true
+	case "G", "GB":
+		return "G", true
+	case "T", "TB":
+		return "T", true
+	case "Ki", "KiB":
+		return "Ki", true
+	case "Mi", "MiB":
+		return "Mi", true
+	case "Gi", "GiB":
+		return "Gi", true
+	case "Ti", "TiB":
+		return "Ti", true
+	default:
+		return "", false
+	}
+}
+
+// wholeDigits returns q as a string of decimal digits when it is a whole,
+// non-negative number. It works on the value, not on how it was written:
+// 1000, 1k and 1e3 all give "1000", because a decoded Quantity no longer
+// knows its original spelling.
+func wholeDigits(q resource.Quantity) (string, bool) {
+	if q.Sign() < 0 {
+		return "", false
+	}
+	if v, ok := q.AsInt64(); ok {
+		return strconv.FormatInt(v, 10), true
+	}
+	// AsInt64 also refuses values beyond int64 and whole values stored with
+	// a negative scale (2000m), so fall back to exact decimal arithmetic.
+	d := q.AsDec()
+	whole := new(inf.Dec).Round(d, 0, inf.RoundDown)
+	if whole.Cmp(d) != 0 {
+		return "", false
+	}
+	return whole.String(), true
+}

@@ -1,0 +1,140 @@
+package v1alpha1
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
+
+func TestEffectiveAmounts(t *testing.T) {
+	// effective is what EffectiveRequests and EffectiveLimits return; cmp
+	// compares quantities by value through Quantity.Equal, so 1000M and 1G
+	// are the same amount.
+	type effective struct {
+		Requests    resource.Quantity
+		Limits      *resource.Quantity
+		RequestsErr string
+		LimitsErr   string
+	}
+	q := resource.MustParse
+	qp := func(s string) *resource.Quantity { return ptr.To(q(s)) }
+
+	cases := map[string]struct {
+		amount ResourceAmount
+		want   effective
+	}{
+		"Kubernetes quantities pass through": {
+			amount: ResourceAmount{Name: "cpu", Requests: qp("500m"), Limits: qp("2")},
+			want:   effective{Requests: q("500m"), Limits: qp("2")},
+		},
+		"no limits": {
+			amount: ResourceAmount{Name: "memory", Requests: qp("2Gi")},
+			want:   effective{Requests: q("2Gi")},
+		},
+		"limits only: requests default to limits": {
+			amount: ResourceAmount{Name: "nvidia.com/gpu", Limits: qp("1")},
+			want:   effective{Requests: q("1"), Limits: qp("1")},
+		},
+		"limits only in legacy units": {
+			amount: ResourceAmount{Name: "memory", Limits: qp("2"), Units: "GiB"},
+			want:   effective{Requests: q("2Gi"), Limits: qp("2Gi")},
+		},
+		"fwall memory: 1000 MB": {
+			amount: ResourceAmount{Name: "memory", Requests: qp("1000"), Limits: qp("1000"), Units: "MB"},
+			want:   effective{Requests: q("1000M"), Limits: qp("1000M")},
+		},
+		"api-server memory: 200 MB requests only": {
+			amount: ResourceAmount{Name: "memory", Requests: qp("200"), Units: "MB"},
+			want:   effective{Requests: q("200M")},
+		},
+		"K is decimal":                 {amount: ResourceAmount{Requests: qp("3"), Units: "K"}, want: effective{Requests: q("3000")}},
+		"M is decimal":                 {amount: ResourceAmount{Requests: qp("3"), Units: "M"}, want: effective{Requests: q("3000000")}},
+		"G is decimal":                 {amount: ResourceAmount{Requests: qp("3"), Units: "G"}, want: effective{Requests: q("3e9")}},
+		"T is decimal":                 {amount: ResourceAmount{Requests: qp("3"), Units: "T"}, want: effective{Requests: q("3e12")}},
+		"KB is decimal":                {amount: ResourceAmount{Requests: qp("3"), Units: "KB"}, want: effective{Requests: q("3000")}},
+		"MB is decimal":                {amount: ResourceAmount{Requests: qp("3"), Units: "MB"}, want: effective{Requests: q("3000000")}},
+		"GB is decimal":                {amount: ResourceAmount{Requests: qp("3"), Units: "GB"}, want: effective{Requests: q("3e9")}},
+		"TB is decimal":                {amount: ResourceAmount{Requests: qp("3"), Units: "TB"}, want: effective{Requests: q("3e12")}},
+		"Ki is binary":                 {amount: ResourceAmount{Requests: qp("3"), Units: "Ki"}, want: effective{Requests: q("3072")}},
+		"Mi is binary":                 {amount: ResourceAmount{Requests: qp("3"), Units: "Mi"}, want: effective{Requests: q("3145728")}},
+		"Gi is binary":                 {amount: ResourceAmount{Requests: qp("3"), Units: "Gi"}, want: effective{Requests: q("3221225472")}},
+		"Ti is binary":                 {amount: ResourceAmount{Requests: qp("3"), Units: "Ti"}, want: effective{Requests: q("3298534883328")}},
+		"KiB is binary":                {amount: ResourceAmount{Requests: qp("3"), Units: "KiB"}, want: effective{Requests: q("3072")}},
+		"MiB is binary":                {amount: ResourceAmount{Requests: qp("3"), Units: "MiB"}, want: effective{Requests: q("3145728")}},
+		"GiB is binary":                {amount: ResourceAmount{Requests: qp("3"), Units: "GiB"}, want: effective{Requests: q("3221225472")}},
+		"TiB is binary":                {amount: ResourceAmount{Requests: qp("3"), Units: "TiB"}, want: effective{Requests: q("3298534883328")}},
+		"zero in legacy units":         {amount: ResourceAmount{Requests: qp("0"), Units: "MB"}, want: effective{Requests: q("0")}},
+		"1k is a whole number":         {amount: ResourceAmount{Requests: qp("1k"), Units: "MB"}, want: effective{Requests: q("1G")}},
+		"2000m is a whole number":      {amount: ResourceAmount{Requests: qp("2000m"), Units: "Gi"}, want: effective{Requests: q("2Gi")}},
+		"beyond int64 in legacy units": {amount: ResourceAmount{Requests: qp("20E"), Units: "K"}, want: effective{Requests: q("20000E")}},
+		"part of a unit": {
+			amount: ResourceAmount{Requests: qp("1.5"), Limits: qp("2"), Units: "MB"},
+			want: effective{
+				Limits:      qp("2M"),
+				RequestsErr: "requests 1500m is not a whole non-negative number of units MB",
+			},
+		},
+		"part of a unit in limits only": {
+			amount: ResourceAmount{Limits: qp("0.5"), Units: "Gi"},
+			want: effective{
+				RequestsErr: "limits 500m is not a whole non-negative number of units Gi",
+				LimitsErr:   "limits 500m is not a whole non-negative number of units Gi",
+			},
+		},
+		"negative in legacy units": {
+			amount: ResourceAmount{Requests: qp("-5"), Units: "MB"},
+			want:   effective{RequestsErr: "requests -5 is not a whole non-negative number of units MB"},
+		},
+		"negative without units passes through": {
+			amount: ResourceAmount{Requests: qp("-5")},
+			want:   effective{Requests: q("-5")},
+		},
+		"unknown units": {
+			amount: ResourceAmount{Requests: qp("5"), Units: "PB"},
+			want: effective{
+				RequestsErr: `unknown units "PB": use one of K, M, G, T, Ki, Mi, Gi, Ti, KB, MB, GB, TB, KiB, MiB, GiB, TiB, or none`,
+			},
+		},
+		"neither requests nor limits": {
+			amount: ResourceAmount{Name: "cpu"},
+			want:   effective{RequestsErr: `resource "cpu" sets neither requests nor limits`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := tc.amount.DeepCopy()
+			var got effective
+			var err error
+			if got.Requests, err = tc.amount.EffectiveRequests(); err != nil {
+				got.RequestsErr = err.Error()
+			}
+			if got.Limits, err = tc.amount.EffectiveLimits(); err != nil {
+				got.LimitsErr = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Effective amounts (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, &tc.amount); diff != "" {
+				t.Errorf("The amount changed (-before,+after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEffectiveRequestsIsACopy checks that changing the result leaves the
+// intent alone, since callers add amounts up in place. The amount has more
+// digits than an int64 holds, so the quantity keeps a pointer that a shallow
+// copy would share.
+func TestEffectiveRequestsIsACopy(t *testing.T) {
+	amount := ResourceAmount{Name: "ephemeral-storage", Requests: ptr.To(resource.MustParse("123456789012345678901"))}
+	got, err := amount.EffectiveRequests()
+	if err != nil {
+		t.Fatalf("EffectiveRequests() failed: %v", err)
+	}
+	got.Add(resource.MustParse("1"))
+	if diff := cmp.Diff(resource.MustParse("123456789012345678901"), *amount.Requests); diff != "" {
+		t.Errorf("Requests after adding to the result (-want,+got):\n%s", diff)
+	}
+}

@@ -1,0 +1,249 @@
+package validation
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
+)
+
+const avx = "feature.node.kubernetes.io/cpu-cpuid.AVX512F"
+
+func requirementCases() map[string]validationCase {
+	res := utiltesting.MakeResource
+	feature := func(key string) *utiltesting.RequirementWrapper { return utiltesting.MakeFeature("f", key) }
+	long := func(n int) string { return strings.Repeat("a", n) }
+	manyValues := make([]string, maxFeatureValues+1)
+	for i := range manyValues {
+		manyValues[i] = fmt.Sprintf("v%d", i)
+	}
+
+	return map[string]validationCase{
+		"requirement without name": {
+			intent: intentRequiring(res("", "cpu").Requests("1").Obj()),
+			want:   field.ErrorList{field.Invalid(req0.Child("name"), "", "should be at least 1 chars long")},
+		},
+		"neither resource nor feature": {
+			intent: intentRequiring(utiltesting.MakeRequirement("x").Obj()),
+			want:   field.ErrorList{field.Invalid(req0, omit, msgResourceXorFeature)},
+		},
+		"both resource and feature": {
+			intent: intentRequiring(res("x", "cpu").Requests("1").Feature(avx).Values("true").Obj()),
+			want:   field.ErrorList{field.Invalid(req0, omit, msgResourceXorFeature)},
+		},
+		"optional without weight": {
+			intent: intentRequiring(res("gpu", "nvidia.com/gpu").Limits("1").Mandatory(false).Obj()),
+		},
+		"weight on a requirement mandatory by default": {
+			intent: intentRequiring(res("gpu", "nvidia.com/gpu").Limits("1").Weight(5).Obj()),
+			want:   field.ErrorList{field.Invalid(req0.Child("weight"), int64(5), msgWeightOnMandatory)},
+		},
+		"weight on a requirement said mandatory": {
+			intent: intentRequiring(res("gpu", "nvidia.com/gpu").Limits("1").Mandatory(true).Weight(5).Obj()),
+			want:   field.ErrorList{field.Invalid(req0.Child("weight"), int64(5), msgWeightOnMandatory)},
+		},
+		"weight 0": {
+			intent: intentRequiring(res("gpu", "nvidia.com/gpu").Limits("1").Optional(0).Obj()),
+			want:   field.ErrorList{field.Invalid(req0.Child("weight"), int64(0), "should be greater than or equal to 1")},
+		},
+		"weight 11": {
+			intent: intentRequiring(res("gpu", "nvidia.com/gpu").Limits("1").Optional(11).Obj()),
+			want:   field.ErrorList{field.Invalid(req0.Child("weight"), int64(11), "should be less than or equal to 10")},
+		},
+		"weights 1 and 10": {
+			intent: intentRequiring(
+				res("gpu", "nvidia.com/gpu").Limits("1").Optional(1).Obj(),
+				res("qat", "intel.com/qat").Limits("1").Optional(10).Obj(),
+			),
+		},
+		"resource without name": {
+			intent: intentRequiring(res("r", "").Requests("1").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("name"), "", "should be at least 1 chars long")},
+		},
+		"resource name too long": {
+			intent: intentRequiring(res("r", long(254)).Requests("1").Obj()),
+			want:   field.ErrorList{field.TooLong(res0.Child("name"), "", 253)},
+		},
+		"resource name with a space": {
+			intent: intentRequiring(res("r", "nvidia gpu").Requests("1").Obj()),
+			want: field.ErrorList{field.Invalid(res0.Child("name"), "nvidia gpu",
+				describe(msgResourceName, k8svalidation.IsQualifiedName("nvidia gpu")))},
+			goOnly: true,
+		},
+		"resource name with two prefixes": {
+			intent: intentRequiring(res("r", "a.io/b/gpu").Requests("1").Obj()),
+			want: field.ErrorList{field.Invalid(res0.Child("name"), "a.io/b/gpu",
+				describe(msgResourceName, k8svalidation.IsQualifiedName("a.io/b/gpu")))},
+			goOnly: true,
+		},
+		"hugepages and extended resources": {
+			intent: intentRequiring(
+				res("huge", "hugepages-2Mi").Requests("1Gi").Limits("1Gi").Obj(),
+				res("qat", "qat.intel.com/generic").Limits("2").Obj(),
+			),
+		},
+		"neither requests nor limits": {
+			intent: intentRequiring(res("cpu", "cpu").Obj()),
+			want:   field.ErrorList{field.Invalid(res0, omit, msgRequestsOrLimits)},
+		},
+		"requests exceed limits": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("2").Limits("1500m").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("requests"), "2", msgRequestsExceedLimits("2", "1500m"))},
+		},
+		"requests exceed limits written differently": {
+			intent: intentRequiring(res("mem", "memory").Requests("2Gi").Limits("2G").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("requests"), "2Gi", "requests (2Gi) must not exceed limits (2G)")},
+		},
+		"negative requests": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("-1").Obj()),
+			want:   field.ErrorList{field.Invalid(res0, omit, msgNegativeAmount)},
+		},
+		"negative limits": {
+			intent: intentRequiring(res("cpu", "cpu").Limits("-1").Obj()),
+			want:   field.ErrorList{field.Invalid(res0, omit, msgNegativeAmount)},
+		},
+		"zero requests": {
+			intent: intentRequiring(res("gpu", "nvidia.com/gpu").Requests("0").Obj()),
+		},
+		"legacy units": {
+			intent: intentRequiring(
+				res("k", "memory").Requests("12").Limits("12").Units("K").Obj(),
+				res("kib", "hugepages-2Mi").Requests("2048").Units("KiB").Obj(),
+				res("gb", "ephemeral-storage").Limits("20").Units("GB").Obj(),
+			),
+		},
+		"legacy units with part of one": {
+			intent: intentRequiring(res("mem", "memory").Requests("1.5").Units("MB").Obj()),
+			want:   field.ErrorList{field.Invalid(res0, omit, msgUnitsNeedIntegers)},
+		},
+		"legacy units with fractional limits": {
+			intent: intentRequiring(res("mem", "memory").Requests("1").Limits("2.5").Units("GiB").Obj()),
+			want:   field.ErrorList{field.Invalid(res0, omit, msgUnitsNeedIntegers)},
+		},
+		"legacy units with a negative amount": {
+			intent: intentRequiring(res("mem", "memory").Requests("-5").Units("MB").Obj()),
+			want:   field.ErrorList{field.Invalid(res0, omit, msgNegativeAmount)},
+		},
+		"legacy units beyond int64": {
+			intent: intentRequiring(res("mem", "memory").Requests("10000000000000000000").Units("KB").Obj()),
+			want:   field.ErrorList{field.Invalid(res0, omit, msgUnitsNeedIntegers)},
+		},
+		"legacy units with a canonical 1k": {
+			intent: intentRequiring(res("mem", "memory").Requests("1k").Limits("1e3").Units("MiB").Obj()),
+		},
+		"units not supported": {
+			intent: intentRequiring(res("mem", "memory").Requests("200").Units("PB").Obj()),
+			want:   field.ErrorList{field.NotSupported(res0.Child("units"), "PB", legacyUnits)},
+		},
+
+		"feature with values": {
+			intent: intentRequiring(feature(avx).Values("true").Obj()),
+		},
+		"feature with EMCO's value": {
+			intent: intentRequiring(feature("nvidia.com/gpu.product").Value("NVIDIA-A100-SXM4-80GB").Obj()),
+		},
+		"every operator": {
+			intent: intentRequiring(
+				utiltesting.MakeFeature("in", avx).Operator(corev1.NodeSelectorOpIn).Values("true").Obj(),
+				utiltesting.MakeFeature("notin", "nvidia.com/gpu.product").Operator(corev1.NodeSelectorOpNotIn).Values("Tesla-T4", "Tesla-K80").Obj(),
+				utiltesting.MakeFeature("exists", "intel.com/sgx").Operator(corev1.NodeSelectorOpExists).Obj(),
+				utiltesting.MakeFeature("absent", "node-role.kubernetes.io/control-plane").Operator(corev1.NodeSelectorOpDoesNotExist).Obj(),
+				utiltesting.MakeFeature("gt", "nvidia.com/gpu.memory").Operator(corev1.NodeSelectorOpGt).Values("40000").Obj(),
+				// Gt and Lt values are integers, not label values.
+				utiltesting.MakeFeature("lt", "example.com/temperature").Operator(corev1.NodeSelectorOpLt).Values("-8").Obj(),
+			),
+		},
+		"feature without key": {
+			intent: intentRequiring(feature("").Values("true").Obj()),
+			want:   field.ErrorList{field.Invalid(feat0.Child("key"), "", "should be at least 1 chars long")},
+		},
+		"feature key too long": {
+			intent: intentRequiring(feature(long(318)).Values("true").Obj()),
+			want:   field.ErrorList{field.TooLong(feat0.Child("key"), "", 317)},
+		},
+		"feature key not a label key": {
+			intent: intentRequiring(feature("nvidia.com/gpu product").Values("x").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("key"), "nvidia.com/gpu product",
+				describe(msgFeatureKey, k8svalidation.IsQualifiedName("nvidia.com/gpu product")))},
+			goOnly: true,
+		},
+		"operator not supported": {
+			intent: intentRequiring(feature(avx).Operator("Matches").Values("true").Obj()),
+			want:   field.ErrorList{field.NotSupported(feat0.Child("operator"), corev1.NodeSelectorOperator("Matches"), featureOperators)},
+		},
+		"value and values": {
+			intent: intentRequiring(feature(avx).Value("true").Values("true").Obj()),
+			want:   field.ErrorList{field.Forbidden(feat0.Child("values"), msgValueAndValues)},
+		},
+		"value with NotIn": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpNotIn).Value("true").Obj()),
+			want:   field.ErrorList{field.Forbidden(feat0.Child("value"), msgValueNeedsIn)},
+		},
+		"values with Exists": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpExists).Values("true").Obj()),
+			want:   field.ErrorList{field.Forbidden(feat0.Child("values"), "operator Exists takes no values")},
+		},
+		"value with DoesNotExist": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpDoesNotExist).Value("true").Obj()),
+			want: field.ErrorList{
+				field.Forbidden(feat0.Child("value"), msgValueNeedsIn),
+				field.Forbidden(feat0.Child("value"), "operator DoesNotExist takes no values"),
+			},
+		},
+		"In without values": {
+			intent: intentRequiring(feature(avx).Obj()),
+			want:   field.ErrorList{field.Required(feat0.Child("values"), "operator In needs at least one value")},
+		},
+		"NotIn without values": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpNotIn).Obj()),
+			want:   field.ErrorList{field.Required(feat0.Child("values"), "operator NotIn needs at least one value")},
+		},
+		"Gt without values": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpGt).Obj()),
+			want:   field.ErrorList{field.Invalid(feat0.Child("values"), []string(nil), msgNeedsOneInteger(corev1.NodeSelectorOpGt))},
+		},
+		"Lt with two values": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpLt).Values("1", "2").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("values"), []string{"1", "2"},
+				`operator Lt takes exactly one integer value, e.g. values: ["8"]`)},
+		},
+		"Gt with a word": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpGt).Values("eight").Obj()),
+			want:   field.ErrorList{field.Invalid(feat0.Child("values"), []string{"eight"}, msgNeedsOneInteger(corev1.NodeSelectorOpGt))},
+		},
+		"too many values": {
+			intent: intentRequiring(feature(avx).Values(manyValues...).Obj()),
+			want:   field.ErrorList{field.TooMany(feat0.Child("values"), 65, 64)},
+		},
+		"value in values too long": {
+			intent: intentRequiring(feature(avx).Values("true", long(64)).Obj()),
+			want:   field.ErrorList{field.TooLong(feat0.Child("values").Index(1), "", 63)},
+		},
+		"EMCO's value too long": {
+			intent: intentRequiring(feature(avx).Value(long(64)).Obj()),
+			want:   field.ErrorList{field.TooLong(feat0.Child("value"), "", 63)},
+		},
+		"value not a label value": {
+			intent: intentRequiring(feature("nvidia.com/gpu.product").Values("A100 80GB").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("values").Index(0), "A100 80GB",
+				describe(msgFeatureValue, k8svalidation.IsValidLabelValue("A100 80GB")))},
+			goOnly: true,
+		},
+		"NotIn value not a label value": {
+			intent: intentRequiring(feature("nvidia.com/gpu.product").Operator(corev1.NodeSelectorOpNotIn).Values("T4", "K80!").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("values").Index(1), "K80!",
+				describe(msgFeatureValue, k8svalidation.IsValidLabelValue("K80!")))},
+			goOnly: true,
+		},
+		"EMCO's value not a label value": {
+			intent: intentRequiring(feature("nvidia.com/gpu.product").Value("-A100").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("value"), "-A100",
+				describe(msgFeatureValue, k8svalidation.IsValidLabelValue("-A100")))},
+			goOnly: true,
+		},
+	}
+}

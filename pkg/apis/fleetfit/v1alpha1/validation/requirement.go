@@ -1,0 +1,217 @@
+package validation
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+)
+
+// Limits from the API types' markers.
+const (
+	minWeight          = 1
+	maxWeight          = 10
+	maxResourceNameLen = 253
+	maxFeatureKeyLen   = 317
+	maxFeatureValues   = 64
+	maxFeatureValueLen = 63
+)
+
+// defaultOperator is what the CRD defaults an empty operator to.
+const defaultOperator = corev1.NodeSelectorOpIn
+
+// Enums of the CRD, in its order.
+var (
+	legacyUnits = []string{"K", "M", "G", "T", "Ki", "Mi", "Gi", "Ti", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"}
+
+	featureOperators = []corev1.NodeSelectorOperator{
+		corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn,
+		corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist,
+		corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt,
+	}
+)
+
+// integerValue is the CEL rule's test for the one value of Gt and Lt.
+var integerValue = regexp.MustCompile(`^-?[0-9]+$`)
+
+// Messages of the CRD's CEL rules, word for word.
+const (
+	msgResourceXorFeature = "set exactly one of resource (an amount to have free on a node) or feature (a node label requirement)"
+	msgWeightOnMandatory  = "weight ranks optional requirements only: set mandatory: false, or remove weight"
+	msgRequestsOrLimits   = "set requests, limits or both"
+	msgNegativeAmount     = "requests and limits must not be negative"
+	msgUnitsNeedIntegers  = "with units, requests and limits are whole numbers of that unit (EMCO's legacy form, e.g. requests: 1000 with units: MB); without units use Kubernetes quantities such as 1000M or 2Gi"
+	msgValueAndValues     = "set value (EMCO's shorthand for operator In with one value) or values, not both"
+	msgValueNeedsIn       = "value is shorthand for operator In; with other operators use values"
+)
+
+// The CEL rules with a messageExpression, as that expression evaluates.
+func msgRequestsExceedLimits(requests, limits string) string {
+	return fmt.Sprintf("requests (%s) must not exceed limits (%s)", requests, limits)
+}
+
+func msgTakesNoValues(op corev1.NodeSelectorOperator) string {
+	return fmt.Sprintf("operator %s takes no values", op)
+}
+
+func msgNeedsValue(op corev1.NodeSelectorOperator) string {
+	return fmt.Sprintf("operator %s needs at least one value", op)
+}
+
+func msgNeedsOneInteger(op corev1.NodeSelectorOperator) string {
+	return fmt.Sprintf(`operator %s takes exactly one integer value, e.g. values: ["8"]`, op)
+}
+
+// Messages of the checks the CRD cannot make. Each says what is expected and
+// gives an example; describe appends what Kubernetes found wrong.
+const (
+	msgResourceName = "must be a Kubernetes resource name, such as cpu, memory, hugepages-2Mi or nvidia.com/gpu"
+	msgFeatureKey   = "must be a node label key, such as feature.node.kubernetes.io/cpu-cpuid.AVX512F or nvidia.com/gpu.product"
+	msgFeatureValue = "must be a valid node label value, since it is compared with node labels, e.g. NVIDIA-A100-SXM4-80GB"
+	msgConversion   = "cannot be converted to a Kubernetes quantity; write requests and limits as Kubernetes quantities such as 1000M and leave units empty"
+)
+
+func validateRequirement(r *v1alpha1.ResourceRequirement, path *field.Path) field.ErrorList {
+	errs := validateRequiredString(path.Child("name"), r.Name, maxNameLength)
+	if r.Weight != nil {
+		errs = append(errs, validateMinimum(path.Child("weight"), int64(*r.Weight), minWeight)...)
+		errs = append(errs, validateMaximum(path.Child("weight"), int64(*r.Weight), maxWeight)...)
+	}
+	if (r.Resource == nil) == (r.Feature == nil) {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, msgResourceXorFeature))
+	}
+	if r.Weight != nil && r.IsMandatory() {
+		errs = append(errs, field.Invalid(path.Child("weight"), int64(*r.Weight), msgWeightOnMandatory))
+	}
+	if r.Resource != nil {
+		errs = append(errs, validateAmount(r.Resource, path.Child("resource"))...)
+	}
+	if r.Feature != nil {
+		errs = append(errs, validateFeature(r.Feature, path.Child("feature"))...)
+	}
+	return errs
+}
+
+func validateAmount(a *v1alpha1.ResourceAmount, path *field.Path) field.ErrorList {
+	errs := validateRequiredString(path.Child("name"), a.Name, maxResourceNameLen)
+	if len(errs) == 0 {
+		if problems := validation.IsQualifiedName(a.Name); len(problems) > 0 {
+			errs = append(errs, field.Invalid(path.Child("name"), a.Name, describe(msgResourceName, problems)))
+		}
+	}
+	if a.Units != "" {
+		errs = append(errs, validateEnum(path.Child("units"), a.Units, legacyUnits)...)
+	}
+
+	// The CEL rules compare requests and limits as written, not converted:
+	// units multiply both alike, so the outcome is the same.
+	var amountErrs field.ErrorList
+	req, lim := a.Requests, a.Limits
+	if req == nil && lim == nil {
+		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgRequestsOrLimits))
+	}
+	if req != nil && lim != nil && req.Cmp(*lim) > 0 {
+		amountErrs = append(amountErrs, field.Invalid(path.Child("requests"), req.String(), msgRequestsExceedLimits(req.String(), lim.String())))
+	}
+	if (req != nil && req.Sign() < 0) || (lim != nil && lim.Sign() < 0) {
+		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgNegativeAmount))
+	}
+	if a.Units != "" && ((req != nil && !isCELInteger(req)) || (lim != nil && !isCELInteger(lim))) {
+		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgUnitsNeedIntegers))
+	}
+	errs = append(errs, amountErrs...)
+
+	// The hub converts amounts with EffectiveRequests and EffectiveLimits;
+	// check here that it will be able to. The rules above and the units enum
+	// already cover every failure the conversion has today, so this reports
+	// nothing new unless the conversion grows a failure of its own.
+	if len(amountErrs) == 0 && (a.Units == "" || slices.Contains(legacyUnits, a.Units)) {
+		_, reqErr := a.EffectiveRequests()
+		_, limErr := a.EffectiveLimits()
+		if err := errors.Join(reqErr, limErr); err != nil {
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s: %v", msgConversion, err)))
+		}
+	}
+	return errs
+}
+
+func validateFeature(f *v1alpha1.FeatureRequirement, path *field.Path) field.ErrorList {
+	keyPath, valuesPath, valuePath := path.Child("key"), path.Child("values"), path.Child("value")
+	errs := validateRequiredString(keyPath, f.Key, maxFeatureKeyLen)
+	if len(errs) == 0 {
+		if problems := validation.IsQualifiedName(f.Key); len(problems) > 0 {
+			errs = append(errs, field.Invalid(keyPath, f.Key, describe(msgFeatureKey, problems)))
+		}
+	}
+
+	op := f.Operator
+	if op == "" {
+		op = defaultOperator
+	}
+	errs = append(errs, validateEnum(path.Child("operator"), op, featureOperators)...)
+
+	if len(f.Values) > maxFeatureValues {
+		errs = append(errs, field.TooMany(valuesPath, len(f.Values), maxFeatureValues))
+	}
+	for i, v := range f.Values {
+		errs = append(errs, validateMaxLength(valuesPath.Index(i), v, maxFeatureValueLen)...)
+	}
+	errs = append(errs, validateMaxLength(valuePath, f.Value, maxFeatureValueLen)...)
+
+	// The CRD's five rules on operator and values, each on its own, as CEL
+	// evaluates them: one mistake can break two of them.
+	hasValue, hasValues := f.Value != "", len(f.Values) > 0
+	if hasValue && hasValues {
+		errs = append(errs, field.Forbidden(valuesPath, msgValueAndValues))
+	}
+	if hasValue && op != corev1.NodeSelectorOpIn {
+		errs = append(errs, field.Forbidden(valuePath, msgValueNeedsIn))
+	}
+	switch op {
+	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+		if hasValues {
+			errs = append(errs, field.Forbidden(valuesPath, msgTakesNoValues(op)))
+		} else if hasValue {
+			errs = append(errs, field.Forbidden(valuePath, msgTakesNoValues(op)))
+		}
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+		if !hasValue && !hasValues {
+			errs = append(errs, field.Required(valuesPath, msgNeedsValue(op)))
+		}
+		errs = append(errs, validateLabelValues(f, valuesPath, valuePath)...)
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		if len(f.Values) != 1 || !integerValue.MatchString(f.Values[0]) {
+			errs = append(errs, field.Invalid(valuesPath, f.Values, msgNeedsOneInteger(op)))
+		}
+	}
+	return errs
+}
+
+// validateLabelValues checks the values In and NotIn compare with node
+// labels; a value no label can hold would never match. Values already too
+// long are not reported twice.
+func validateLabelValues(f *v1alpha1.FeatureRequirement, valuesPath, valuePath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(path *field.Path, v string) {
+		if utf8.RuneCountInString(v) > maxFeatureValueLen {
+			return
+		}
+		if problems := validation.IsValidLabelValue(v); len(problems) > 0 {
+			errs = append(errs, field.Invalid(path, v, describe(msgFeatureValue, problems)))
+		}
+	}
+	for i, v := range f.Values {
+		check(valuesPath.Index(i), v)
+	}
+	if f.Value != "" {
+		check(valuePath, f.Value)
+	}
+	return errs
+}
