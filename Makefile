@@ -22,7 +22,6 @@ KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=35 -X $(p).gitTreeState=clean)
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok
 
-OCM_API_DIR = $(shell go list -m -f '{{.Dir}}' open-cluster-management.io/api)
 # OCM CRDs fleetfit works with, as <api dir path>:<hub|spoke>.
 OCM_CRDS := \
 	cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml:hub \
@@ -82,9 +81,11 @@ generate: ## Regenerate deepcopy, CRDs, clients and the copied OCM CRDs.
 		--output-dir pkg/generated/informers --output-pkg $(MODULE)/pkg/generated/informers \
 		$(MODULE)/pkg/apis/fleetfit/v1alpha1
 	rm -f manifests/crds/*/ocm_*.yaml
+	go mod download open-cluster-management.io/api
+	ocm_dir=$$(go list -m -f '{{.Dir}}' open-cluster-management.io/api); \
 	for entry in $(OCM_CRDS); do \
 		src=$${entry%%:*}; side=$${entry##*:}; \
-		install -m 0644 "$(OCM_API_DIR)/$$src" "manifests/crds/$$side/ocm_$$(basename $$src | sed -e 's/^0000_0[0-9]_//' -e 's/\.crd\.yaml$$/.yaml/')"; \
+		install -m 0644 "$$ocm_dir/$$src" "manifests/crds/$$side/ocm_$$(basename $$src | sed -e 's/^0000_0[0-9]_//' -e 's/\.crd\.yaml$$/.yaml/')"; \
 	done
 
 .PHONY: verify
