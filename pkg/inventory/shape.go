@@ -1,0 +1,185 @@
+package inventory
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+)
+
+// shapeKeyOf encodes what nodes of one shape share: schedulability, taints,
+// feature labels and allocatable. Separators are control characters, which
+// label keys and values, taint fields and resource names cannot contain, so
+// distinct shapes always get distinct keys.
+func shapeKeyOf(f *nodeFacts) string {
+	var b strings.Builder
+	if f.schedulable {
+		b.WriteString("S")
+	} else {
+		b.WriteString("U")
+	}
+	b.WriteByte(1)
+	for _, t := range f.taints {
+		b.WriteString(t.Key + "\x00" + t.Value + "\x00" + string(t.Effect) + "\x02")
+	}
+	b.WriteByte(1)
+	keys := make([]string, 0, len(f.features))
+	for k := range f.features {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b.WriteString(k + "\x00" + f.features[k] + "\x02")
+	}
+	b.WriteByte(1)
+	for _, a := range f.allocatable {
+		b.WriteString(string(a.Name) + "\x00" + strconv.FormatInt(a.Milli, 10) + "\x02")
+	}
+	return b.String()
+}
+
+// shapeHash names a shape after what it is, so the name survives restarts
+// of the agent and reorderings of its nodes. Forty bits make a collision
+// between a cluster's few shapes negligible; Summarize still disambiguates
+// one if it happens.
+func shapeHash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:5])
+}
+
+// shape is the cluster's running state for one node shape: how many nodes it
+// has and how many of them have each rounded free vector.
+type shape struct {
+	key   string
+	hash  string
+	facts *nodeFacts // of some member; members agree on everything that matters here
+
+	// names are the shape's allocatable resources; alloc and steps are
+	// indexed like names, and so is every bucket's free vector, which is
+	// possible because all members share allocatable.
+	names        []corev1.ResourceName
+	alloc, steps []int64
+
+	nodes   int
+	buckets map[string]*bucket
+
+	// changed is set when buckets change, and cleared when free and
+	// truncated are rendered again from them, for a cap of limit vectors.
+	changed   bool
+	limit     int
+	free      []v1alpha1.FreeVector
+	truncated bool
+}
+
+// bucket counts the nodes of a shape whose free vector rounds to free.
+type bucket struct {
+	key   string
+	free  []int64
+	count int
+}
+
+func newShape(f *nodeFacts, cfg *Config) *shape {
+	s := &shape{key: f.shapeKey, hash: shapeHash(f.shapeKey), facts: f, buckets: map[string]*bucket{}}
+	for _, a := range f.allocatable {
+		s.names = append(s.names, a.Name)
+		s.alloc = append(s.alloc, a.Milli)
+		s.steps = append(s.steps, cfg.step(a.Name))
+	}
+	return s
+}
+
+// addNode counts a member whose pods request requested, and returns the
+// bucket it landed in. scratch is reused between calls to avoid garbage in
+// the common case where the bucket already exists.
+func (s *shape) addNode(requested Vector, scratch *[]byte, scratchFree *[]int64) *bucket {
+	free := (*scratchFree)[:0]
+	for range s.names {
+		free = append(free, 0)
+	}
+	*scratchFree = free
+	j := 0
+	for i, name := range s.names {
+		for j < len(requested) && requested[j].Name < name {
+			j++
+		}
+		f := s.alloc[i]
+		if j < len(requested) && requested[j].Name == name {
+			f = max(f-requested[j].Milli, 0)
+		}
+		free[i] = f - f%s.steps[i]
+	}
+	buf := (*scratch)[:0]
+	for _, f := range free {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(f))
+	}
+	*scratch = buf
+	s.nodes++
+	s.changed = true
+	if b, ok := s.buckets[string(buf)]; ok {
+		b.count++
+		return b
+	}
+	b := &bucket{key: string(buf), free: append([]int64(nil), free...), count: 1}
+	s.buckets[b.key] = b
+	return b
+}
+
+// removeNode takes back a member counted in b.
+func (s *shape) removeNode(b *bucket) {
+	s.nodes--
+	s.changed = true
+	b.count--
+	if b.count == 0 {
+		delete(s.buckets, b.key)
+	}
+}
+
+// render returns the shape as reported, re-deriving the free summary only
+// when members moved since the last call. The result shares nothing with s.
+func (s *shape) render(name string, maxVectors int) v1alpha1.NodeShape {
+	if s.changed || s.limit != maxVectors {
+		buckets := make([]bucket, 0, len(s.buckets))
+		for _, b := range s.buckets {
+			buckets = append(buckets, *b)
+		}
+		groups, truncated := compact(buckets, s.alloc, maxVectors)
+		s.free = make([]v1alpha1.FreeVector, len(groups))
+		for i, g := range groups {
+			s.free[i] = v1alpha1.FreeVector{Count: int32(g.count), Resources: s.list(g.free)}
+		}
+		s.truncated = truncated
+		s.changed = false
+		s.limit = maxVectors
+	}
+	out := v1alpha1.NodeShape{
+		Name:        name,
+		NodeCount:   int32(s.nodes),
+		Schedulable: s.facts.schedulable,
+		Labels:      s.facts.features,
+		Taints:      s.facts.taints,
+		Allocatable: s.facts.allocatable.List(),
+		Free:        s.free,
+		Truncated:   s.truncated,
+	}
+	return *out.DeepCopy()
+}
+
+// list renders a free vector indexed like s.names, leaving out zeros.
+func (s *shape) list(free []int64) corev1.ResourceList {
+	list := corev1.ResourceList{}
+	for i, f := range free {
+		if f > 0 {
+			list[s.names[i]] = quantity(s.names[i], f)
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list
+}

@@ -1,0 +1,330 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+)
+
+// Request is one replica of a pod-shaped request: resource amounts that must
+// all be free on one node, and the Selector that node must pass. Zero
+// amounts are no constraint. Each replica also takes one pod slot on nodes
+// that report allocatable "pods" (all real nodes do), unless the request
+// names a different number of "pods" itself. A Request is read-only once
+// built.
+type Request struct {
+	sel     *Selector
+	amounts Vector // without pods
+	pods    int64  // pod slots per replica, in milli
+}
+
+// NewRequest compiles a request; see NewSelector for what it rejects, and
+// negative amounts are rejected too.
+func NewRequest(resources corev1.ResourceList, features []corev1.NodeSelectorRequirement, tolerations []corev1.Toleration) (*Request, error) {
+	var errs []error
+	for name, q := range resources {
+		if q.Sign() < 0 {
+			errs = append(errs, fmt.Errorf("negative amount of %s: %s", name, q.String()))
+		}
+	}
+	sel, err := NewSelector(features, tolerations)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r := &Request{sel: sel, pods: 1000}
+	for _, a := range NewVector(resources) {
+		if a.Name == corev1.ResourcePods {
+			r.pods = a.Milli
+			continue
+		}
+		r.amounts = append(r.amounts, a)
+	}
+	if q, ok := resources[corev1.ResourcePods]; ok && q.IsZero() {
+		r.pods = 0
+	}
+	return r, nil
+}
+
+// Selector returns the request's node selector.
+func (r *Request) Selector() *Selector { return r.sel }
+
+// View is a read-only index over one ClusterInventoryStatus for answering
+// fit questions. It copies what it needs, so later changes to the status do
+// not affect it, and it is safe for concurrent use. Only schedulable shapes
+// ever count as room.
+type View struct {
+	shapes []viewShape
+}
+
+type viewShape struct {
+	name        string
+	schedulable bool
+	truncated   bool
+	labels      map[string]string
+	taints      []corev1.Taint
+	podSlots    bool // allocatable lists pods, so each replica takes one
+	names       []corev1.ResourceName
+	vectors     []viewVector // indexed like names
+}
+
+type viewVector struct {
+	count int64
+	free  []int64
+}
+
+// NewView indexes st without modifying it. Malformed entries are read
+// conservatively: negative amounts count as zero and vectors with a count
+// below one are ignored.
+func NewView(st *v1alpha1.ClusterInventoryStatus) *View {
+	v := &View{shapes: make([]viewShape, 0, len(st.NodeShapes))}
+	for i := range st.NodeShapes {
+		ns := &st.NodeShapes[i]
+		s := viewShape{
+			name:        ns.Name,
+			schedulable: ns.Schedulable,
+			truncated:   ns.Truncated,
+			labels:      maps.Clone(ns.Labels),
+			taints:      slices.Clone(ns.Taints),
+			podSlots:    milliOf(ns.Allocatable[corev1.ResourcePods]) > 0,
+		}
+		seen := map[corev1.ResourceName]bool{}
+		for _, fv := range ns.Free {
+			for name := range fv.Resources {
+				if !seen[name] {
+					seen[name] = true
+					s.names = append(s.names, name)
+				}
+			}
+		}
+		slices.Sort(s.names)
+		for _, fv := range ns.Free {
+			if fv.Count < 1 {
+				continue
+			}
+			free := make([]int64, len(s.names))
+			for j, name := range s.names {
+				free[j] = milliOf(fv.Resources[name])
+			}
+			s.vectors = append(s.vectors, viewVector{count: int64(fv.Count), free: free})
+		}
+		v.shapes = append(v.shapes, s)
+	}
+	return v
+}
+
+// need is one amount a replica needs, located in a shape's index (-1 when
+// the shape has none of that resource free anywhere).
+type need struct {
+	name  corev1.ResourceName
+	milli int64
+	index int
+}
+
+func (s *viewShape) needs(r *Request) []need {
+	out := make([]need, 0, len(r.amounts)+1)
+	add := func(name corev1.ResourceName, milli int64) {
+		i := sort.Search(len(s.names), func(i int) bool { return s.names[i] >= name })
+		if i == len(s.names) || s.names[i] != name {
+			i = -1
+		}
+		out = append(out, need{name: name, milli: milli, index: i})
+	}
+	for _, a := range r.amounts {
+		add(a.Name, a.Milli)
+	}
+	if s.podSlots && r.pods > 0 {
+		add(corev1.ResourcePods, r.pods)
+	}
+	return out
+}
+
+func (n need) free(v *viewVector) int64 {
+	if n.index < 0 {
+		return 0
+	}
+	return v.free[n.index]
+}
+
+// perNode is how many replicas fit together on a node with v free; it is
+// MaxInt64 when nothing is needed.
+func perNode(v *viewVector, needs []need) int64 {
+	fit := int64(math.MaxInt64)
+	for _, n := range needs {
+		fit = min(fit, n.free(v)/n.milli)
+		if fit == 0 {
+			break
+		}
+	}
+	return fit
+}
+
+// usable reports whether the shape's nodes may take pods passing sel.
+func (s *viewShape) usable(sel *Selector) bool {
+	if !s.schedulable || !sel.matchesLabels(s.labels) {
+		return false
+	}
+	_, untolerated := sel.untolerated(s.taints)
+	return !untolerated
+}
+
+// MaxReplicas returns how many replicas of r fit in the cluster: each
+// reported node takes as many as fit together in its free resources, and no
+// amount is ever split across nodes. The count is a lower bound of what the
+// real nodes can take; exact is true when it is exactly what the reported
+// (grid-rounded) free amounts allow, which holds when no usable shape was
+// truncated. The count saturates at MaxInt64 when nothing constrains r.
+func (v *View) MaxReplicas(r *Request) (count int64, exact bool) {
+	exact = true
+	for i := range v.shapes {
+		s := &v.shapes[i]
+		if !s.usable(r.sel) {
+			continue
+		}
+		if s.truncated {
+			exact = false
+		}
+		needs := s.needs(r)
+		for j := range s.vectors {
+			vec := &s.vectors[j]
+			n := perNode(vec, needs)
+			if n > 0 && vec.count > (math.MaxInt64-count)/n {
+				return math.MaxInt64, exact
+			}
+			count += vec.count * n
+		}
+	}
+	return count, exact
+}
+
+// FreeOnBestNode returns the largest free amount of name on one usable node
+// passing sel, and false when no usable node passes sel.
+func (v *View) FreeOnBestNode(name corev1.ResourceName, sel *Selector) (resource.Quantity, bool) {
+	best, found := int64(0), false
+	for i := range v.shapes {
+		s := &v.shapes[i]
+		if !s.usable(sel) || len(s.vectors) == 0 {
+			continue
+		}
+		found = true
+		j := sort.Search(len(s.names), func(j int) bool { return s.names[j] >= name })
+		if j == len(s.names) || s.names[j] != name {
+			continue
+		}
+		for k := range s.vectors {
+			best = max(best, s.vectors[k].free[j])
+		}
+	}
+	return quantity(name, best), found
+}
+
+// FitsOnOneNode reports whether some usable node has everything r needs
+// free at once. When none has, the message says why, in the terms of the
+// first obstacle met: no schedulable node, none with the features, none
+// tolerating the taints, or the resources, with the best a node offers.
+func (v *View) FitsOnOneNode(r *Request) (bool, string) {
+	with := ""
+	if t := r.sel.String(); t != "" {
+		with = " with " + t
+	}
+	var (
+		schedulable, matching bool
+		taint                 corev1.Taint
+		usable                bool
+		best                  map[corev1.ResourceName]int64
+		order                 []corev1.ResourceName
+		closest               []string
+		closestMet            = -1
+	)
+	for i := range v.shapes {
+		s := &v.shapes[i]
+		if !s.schedulable {
+			continue
+		}
+		schedulable = true
+		if !r.sel.matchesLabels(s.labels) {
+			continue
+		}
+		matching = true
+		if t, ok := r.sel.untolerated(s.taints); ok {
+			if taint.Key == "" {
+				taint = t
+			}
+			continue
+		}
+		needs := s.needs(r)
+		for j := range s.vectors {
+			vec := &s.vectors[j]
+			if perNode(vec, needs) > 0 {
+				return true, ""
+			}
+			usable = true
+			met := 0
+			var offer []string
+			for _, n := range needs {
+				f := n.free(vec)
+				if best == nil {
+					best = map[corev1.ResourceName]int64{}
+				}
+				if b, seen := best[n.name]; !seen {
+					order = append(order, n.name)
+					best[n.name] = f
+				} else if f > b {
+					best[n.name] = f
+				}
+				if f >= n.milli {
+					met++
+				}
+				offer = append(offer, amountText(n.name, f))
+			}
+			if met > closestMet {
+				closestMet, closest = met, offer
+			}
+		}
+	}
+	switch {
+	case !schedulable:
+		return false, "no schedulable node"
+	case !matching:
+		return false, "no schedulable node" + with
+	case !usable && taint.Key != "":
+		return false, fmt.Sprintf("every schedulable node%s has a taint the request does not tolerate, e.g. %s", with, taint.ToString())
+	case !usable:
+		return false, "no schedulable node" + with + " reports any free resources"
+	}
+	// A single resource no node has enough of explains it best.
+	needsText := make([]string, 0, len(order))
+	for _, name := range order {
+		want := r.pods
+		if name != corev1.ResourcePods {
+			want = r.amounts.Get(name)
+		}
+		if best[name] < want {
+			return false, fmt.Sprintf("no schedulable node%s has %s free; the best has %s",
+				with, amountText(name, want), quantityText(name, best[name]))
+		}
+		needsText = append(needsText, amountText(name, want))
+	}
+	return false, fmt.Sprintf("no schedulable node%s has %s free at once; the closest has %s",
+		with, strings.Join(needsText, ", "), strings.Join(closest, ", "))
+}
+
+func quantityText(name corev1.ResourceName, milli int64) string {
+	q := quantity(name, milli)
+	return q.String()
+}
+
+func amountText(name corev1.ResourceName, milli int64) string {
+	return quantityText(name, milli) + " " + string(name)
+}
