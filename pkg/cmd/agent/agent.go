@@ -6,28 +6,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
+	agentinventory "github.com/fleetfit/fleetfit/pkg/agent/inventory"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
 
 // Options are the agent's command-line options.
 type Options struct {
-	ClusterName   string
-	HubKubeconfig string
-	Kubeconfig    string
+	ClusterName     string
+	HubKubeconfig   string
+	Kubeconfig      string
+	FeaturePrefixes []string
+	MinInterval     time.Duration
 }
 
 // NewCommand returns the fleetfit-agent command.
 func NewCommand() *cobra.Command {
-	o := &Options{}
+	o := &Options{
+		FeaturePrefixes: slices.Clone(inventory.DefaultFeatureLabelPrefixes),
+		MinInterval:     agentinventory.DefaultMinInterval,
+	}
 	c := &cobra.Command{
 		Use:           "fleetfit-agent",
 		Short:         "fleetfit's agent: reports a managed cluster's free resources and node features to the hub",
@@ -44,6 +54,8 @@ func NewCommand() *cobra.Command {
 	c.Flags().StringVar(&o.ClusterName, "cluster-name", "", "name of this managed cluster on the hub (its namespace there)")
 	c.Flags().StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig for the hub cluster")
 	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this managed cluster (default: in-cluster)")
+	c.Flags().StringSliceVar(&o.FeaturePrefixes, "feature-prefixes", o.FeaturePrefixes, "node label prefixes reported as features (an exact key is its own prefix)")
+	c.Flags().DurationVar(&o.MinInterval, "min-interval", o.MinInterval, "least time between two reports to the hub; changes in between are coalesced")
 	cmd.AddLogFlags(c)
 	return c
 }
@@ -58,6 +70,14 @@ func (o *Options) Validate() error {
 	}
 	if o.HubKubeconfig == "" {
 		errs = append(errs, errors.New("--hub-kubeconfig is required"))
+	}
+	if o.MinInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--min-interval must be positive, got %v", o.MinInterval))
+	}
+	for i, p := range o.FeaturePrefixes {
+		if p == "" {
+			errs = append(errs, fmt.Errorf("--feature-prefixes[%d] is empty, which would report every label", i))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -81,13 +101,26 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	hubCluster, err := clusterclient.NewForConfig(hubCfg)
+	if err != nil {
+		return err
+	}
 	if _, err := spoke.Discovery().ServerVersion(); err != nil {
 		return fmt.Errorf("reaching the managed cluster at %s: %w", spokeCfg.Host, err)
 	}
 	if _, err := hub.FleetfitV1alpha1().ClusterInventories(o.ClusterName).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		return fmt.Errorf("reading inventories in namespace %s on the hub at %s (is the agent's hub RBAC installed?): %w", o.ClusterName, hubCfg.Host, err)
+		return fmt.Errorf("reading inventories in namespace %s on the hub at %s (is the hub RBAC of deploy/agent installed for this cluster?): %w", o.ClusterName, hubCfg.Host, err)
 	}
 	logger.Info("Connected", "hub", hubCfg.Host, "spoke", spokeCfg.Host, "version", version.Get().GitVersion)
-	<-ctx.Done()
-	return nil
+
+	cfg := inventory.DefaultConfig()
+	cfg.FeatureLabelPrefixes = o.FeaturePrefixes
+	reporter, err := agentinventory.New(
+		agentinventory.Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster},
+		agentinventory.Options{ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval},
+	)
+	if err != nil {
+		return err
+	}
+	return reporter.Run(ctx)
 }

@@ -1,0 +1,306 @@
+// Package inventory is the agent's reporter: it follows the managed
+// cluster's Nodes and Pods with informers, keeps an inventory.Cluster up to
+// date, and writes what changed to the hub — the cluster's ClusterInventory,
+// its AddOnPlacementScore and the extended resources of its ManagedCluster.
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+)
+
+// Defaults of Options.
+const (
+	DefaultMinInterval   = 5 * time.Second
+	DefaultScoreValidity = 10 * time.Minute
+	// maxBackoff bounds the wait between retries while the hub fails.
+	maxBackoff = 5 * time.Minute
+)
+
+// logLevelWrites logs every write to the hub; at most one sync per
+// MinInterval makes that affordable at a low verbosity.
+const logLevelWrites = 2
+
+// syncKey is the queue's only key: every event means "the inventory may have
+// changed", so they all coalesce into one pending sync.
+const syncKey = "sync"
+
+// Clients are the connections the reporter needs.
+type Clients struct {
+	// Spoke reads Nodes and Pods of the managed cluster.
+	Spoke kubernetes.Interface
+	// Hub writes ClusterInventories.
+	Hub fleetfitclient.Interface
+	// HubCluster writes AddOnPlacementScores and ManagedCluster status.
+	HubCluster clusterclient.Interface
+}
+
+// Options tune the reporter. ClusterName and Inventory are required; zero
+// durations and a nil Clock take the defaults.
+type Options struct {
+	// ClusterName is the managed cluster's name on the hub, which is also
+	// the namespace of everything the reporter writes there.
+	ClusterName string
+	// Inventory says what is reported and how coarsely; start from
+	// inventory.DefaultConfig.
+	Inventory inventory.Config
+	// MinInterval is the least time between two syncs with the hub, so that
+	// a burst of pod events costs one write.
+	MinInterval time.Duration
+	// ScoreValidity is how long a written AddOnPlacementScore stays valid;
+	// it is rewritten when half of that has passed.
+	ScoreValidity time.Duration
+	// ScoreReference overrides what free amounts are scored against; see
+	// Scores.
+	ScoreReference ScoreReference
+	// Clock is injected for tests; the real clock by default.
+	Clock clock.WithTicker
+}
+
+// Controller is the reporter. Build it with New and start it with Run.
+type Controller struct {
+	opts    Options
+	cluster *inventory.Cluster
+	queue   workqueue.TypedRateLimitingInterface[string]
+	factory informers.SharedInformerFactory
+	pods    informers.SharedInformerFactory
+	synced  []cache.InformerSynced
+	steps   []step
+
+	mu       sync.Mutex
+	nextSync time.Time // no sync starts before this
+}
+
+// New builds a reporter; nothing is contacted until Run.
+func New(clients Clients, opts Options) (*Controller, error) {
+	if opts.ClusterName == "" {
+		return nil, errors.New("cluster name is required")
+	}
+	if opts.MinInterval <= 0 {
+		opts.MinInterval = DefaultMinInterval
+	}
+	if opts.ScoreValidity <= 0 {
+		opts.ScoreValidity = DefaultScoreValidity
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	cluster, err := inventory.NewCluster(opts.Inventory)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		opts:    opts,
+		cluster: cluster,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			// Retries back off from MinInterval, so a failing hub is never
+			// written to more often than a healthy one.
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.MinInterval, maxBackoff),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "fleetfit-inventory", Clock: opts.Clock},
+		),
+		factory: informers.NewSharedInformerFactory(clients.Spoke, 0),
+		// Unbound and terminated pods take nothing from a node, so the API
+		// server filters them out; a pod that terminates leaves the watch
+		// as a deletion.
+		pods: informers.NewSharedInformerFactoryWithOptions(clients.Spoke, 0,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.AndSelectors(
+					fields.OneTermNotEqualSelector("spec.nodeName", ""),
+					fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+					fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+				).String()
+			})),
+	}
+	inv := newInventoryWriter(clients.Hub, opts)
+	c.steps = []step{
+		inv,
+		newScoreWriter(clients.HubCluster, opts),
+		newManagedClusterWriter(clients.HubCluster, clients.Hub, inv, opts),
+	}
+
+	nodes := c.factory.Core().V1().Nodes().Informer()
+	pods := c.pods.Core().V1().Pods().Informer()
+	for _, inf := range []cache.SharedIndexInformer{nodes, pods} {
+		if err := inf.SetTransform(stripManagedFields); err != nil {
+			return nil, fmt.Errorf("setting informer transform: %w", err)
+		}
+	}
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.upsertNode(obj) },
+		UpdateFunc: func(_, obj any) { c.upsertNode(obj) },
+		DeleteFunc: func(obj any) { c.deleteNode(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("adding node handler: %w", err)
+	}
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.upsertPod(obj) },
+		UpdateFunc: func(_, obj any) { c.upsertPod(obj) },
+		DeleteFunc: func(obj any) { c.deletePod(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("adding pod handler: %w", err)
+	}
+	c.synced = []cache.InformerSynced{nodes.HasSynced, pods.HasSynced}
+	return c, nil
+}
+
+// Run follows the spoke and syncs the hub until ctx ends. It returns an
+// error only when the informers cannot start; hub failures are logged and
+// retried, never returned.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("cluster", c.opts.ClusterName)
+	ctx = klog.NewContext(ctx, logger)
+	defer c.queue.ShutDown()
+
+	c.factory.Start(ctx.Done())
+	c.pods.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	defer c.pods.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("timed out waiting for node and pod caches")
+	}
+	logger.Info("Reporting inventory", "minInterval", c.opts.MinInterval)
+	// The first report waits for the caches, so it is never a partial view.
+	c.queue.Add(syncKey)
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	for c.processNext(ctx) {
+	}
+	return nil
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	if wait := c.nextSync.Sub(now); wait > 0 {
+		// An event raced with the previous sync; honour the interval.
+		c.mu.Unlock()
+		c.queue.AddAfter(key, wait)
+		return true
+	}
+	c.nextSync = now.Add(c.opts.MinInterval)
+	c.mu.Unlock()
+
+	if err := c.sync(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Syncing the hub failed, will retry", "retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	// Nothing may change on the spoke for a long time, but the placement
+	// score expires: come back in time to renew it.
+	c.queue.AddAfter(key, c.opts.ScoreValidity/2)
+	return true
+}
+
+// sync summarises the inventory and runs every step; a failing step does not
+// stop the others, and all failures are returned together.
+func (c *Controller) sync(ctx context.Context) error {
+	st := &syncState{report: c.cluster.Summarize(), now: c.opts.Clock.Now()}
+	var errs []error
+	for _, s := range c.steps {
+		if err := s.sync(ctx, st); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// enqueue asks for a sync no earlier than MinInterval after the last one.
+func (c *Controller) enqueue() {
+	c.mu.Lock()
+	wait := c.nextSync.Sub(c.opts.Clock.Now())
+	c.mu.Unlock()
+	c.queue.AddAfter(syncKey, wait)
+}
+
+func (c *Controller) upsertNode(obj any) {
+	if n, ok := obj.(*corev1.Node); ok {
+		c.cluster.UpsertNode(n)
+		c.enqueue()
+	}
+}
+
+func (c *Controller) deleteNode(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		c.cluster.DeleteNode(n.Name)
+		c.enqueue()
+	}
+}
+
+func (c *Controller) upsertPod(obj any) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		c.cluster.UpsertPod(p)
+		c.enqueue()
+	}
+}
+
+func (c *Controller) deletePod(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		c.cluster.DeletePod(p.Namespace, p.Name)
+		c.enqueue()
+	}
+}
+
+// stripManagedFields drops what the reporter never reads before an object
+// enters the cache, which matters for clusters with many pods.
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// syncState is what one sync's steps share.
+type syncState struct {
+	report v1alpha1.ClusterInventoryStatus
+	now    time.Time
+	// inventory is the hub's ClusterInventory after the inventory step, nil
+	// when that step failed.
+	inventory *v1alpha1.ClusterInventory
+}
+
+// step is one thing the reporter keeps up to date on the hub. sync writes
+// only when what it would write differs from what it last wrote, and returns
+// an error only for failures worth retrying.
+type step interface {
+	name() string
+	sync(ctx context.Context, st *syncState) error
+}

@@ -1,0 +1,358 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+
+	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
+	agentinventory "github.com/fleetfit/fleetfit/pkg/agent/inventory"
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/version"
+	"github.com/fleetfit/fleetfit/test/framework"
+)
+
+const (
+	gpuProduct = "nvidia.com/gpu.product"
+	testNS     = "agent-test"
+)
+
+var gpu = agentinventory.ResourceGPU
+
+// TestAgentReportsToHub runs cluster1's agent with its restricted
+// identities and checks every object it keeps on the hub, before and after
+// the spoke changes.
+func TestAgentReportsToHub(t *testing.T) {
+	ctx := t.Context()
+	cluster := framework.SpokeName(0)
+	spoke := fleet.Spokes[0].AdminClient()
+	hubAdminCfg := fleet.Hub.AdminConfig()
+	hubClusters := clusterclient.NewForConfigOrDie(hubAdminCfg)
+	hubFleetfit := fleetfitclient.NewForConfigOrDie(hubAdminCfg)
+
+	if err := fleet.RegisterSpokes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][]byte{deployagent.HubRBAC, deployagent.HubClusterRBAC(cluster), deployagent.HubClusterRBAC(framework.SpokeName(1))} {
+		if err := apply(ctx, hubAdminCfg, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := apply(ctx, fleet.Spokes[0].AdminConfig(), deployagent.SpokeRBAC); err != nil {
+		t.Fatal(err)
+	}
+
+	// Others' keys on the ManagedCluster: OCM's registration agent owns cpu
+	// and pods here, and some other tool example.com/widgets.
+	mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := clusterv1.ResourceList{"cpu": resource.MustParse("999"), "pods": resource.MustParse("7"), "example.com/widgets": resource.MustParse("3")}
+	mc.Status.Capacity, mc.Status.Allocatable = foreign.DeepCopy(), foreign.DeepCopy()
+	if _, err := hubClusters.ClusterV1().ManagedClusters().UpdateStatus(ctx, mc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Five nodes: two A100 nodes, one T4 node and two without GPUs; one A100
+	// node and one CPU node are partly taken.
+	nodes := []*corev1.Node{
+		makeNode("a100-0").resource("cpu", "32").resource("memory", "128Gi").resource(gpu, "4").label(gpuProduct, "A100").obj(),
+		makeNode("a100-1").resource("cpu", "32").resource("memory", "128Gi").resource(gpu, "4").label(gpuProduct, "A100").obj(),
+		makeNode("t4-0").resource("cpu", "16").resource("memory", "64Gi").resource(gpu, "2").label(gpuProduct, "T4").obj(),
+		makeNode("cpu-0").resource("cpu", "8").resource("memory", "32Gi").obj(),
+		makeNode("cpu-1").resource("cpu", "8").resource("memory", "32Gi").obj(),
+	}
+	for _, n := range nodes {
+		if err := createNode(ctx, spoke, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := spoke.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := []*corev1.Pod{
+		makePod(testNS, "train", "a100-0", corev1.ResourceList{"cpu": resource.MustParse("10"), "memory": resource.MustParse("20Gi"), gpu: resource.MustParse("3")}),
+		makePod(testNS, "web", "cpu-0", corev1.ResourceList{"cpu": resource.MustParse("6")}),
+	}
+	for _, p := range pods {
+		if _, err := spoke.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	startAgent(t, 0)
+
+	// Hand-computed: cpu 96 allocatable, 16 requested; GPUs 10 and 3.
+	inv := waitForReport(t, spoke, hubFleetfit, cluster)
+	for _, want := range []struct {
+		name      corev1.ResourceName
+		alloc     string
+		requested string
+		free      string
+	}{
+		{"cpu", "96", "16", "80"},
+		{"memory", "384Gi", "20Gi", "364Gi"},
+		{gpu, "10", "3", "7"},
+	} {
+		got := totals(inv, want.name)
+		if got.Allocatable.Cmp(resource.MustParse(want.alloc)) != 0 || got.Requested.Cmp(resource.MustParse(want.requested)) != 0 || got.Free.Cmp(resource.MustParse(want.free)) != 0 {
+			t.Errorf("%s: allocatable %s, requested %s, free %s; want %s, %s, %s", want.name,
+				got.Allocatable.String(), got.Requested.String(), got.Free.String(), want.alloc, want.requested, want.free)
+		}
+	}
+	if inv.Status.NodeCount != 5 || inv.Status.Revision < 1 || inv.Status.AgentVersion != version.Get().String() || inv.Status.ObservedAt.IsZero() {
+		t.Errorf("nodeCount %d, revision %d, agentVersion %q, observedAt %v; want 5, ≥1, %q, set",
+			inv.Status.NodeCount, inv.Status.Revision, inv.Status.AgentVersion, inv.Status.ObservedAt, version.Get().String())
+	}
+
+	quantities := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+	t.Run("placement score", func(t *testing.T) {
+		// cpuFree = −100 + 200×80/96 = 66.7; memoryFree = −100 + 200×364/384
+		// = 89.6; gpuFree = −100 + 200×7/10; the best nodes are untouched.
+		want := []clusterv1alpha1.AddOnPlacementScoreItem{
+			{Name: "cpuFree", Value: 67}, {Name: "cpuFreeBestNode", Value: 100},
+			{Name: "memoryFree", Value: 90}, {Name: "memoryFreeBestNode", Value: 100},
+			{Name: "gpuFree", Value: 40}, {Name: "gpuFreeBestNode", Value: 100},
+		}
+		if diff := cmp.Diff(want, agentinventory.Scores(&inv.Status, agentinventory.ScoreReference{})); diff != "" {
+			t.Fatalf("Scores of the hub's report (-want,+got):\n%s", diff)
+		}
+		eventually(t, func(ctx context.Context) error {
+			s, err := hubClusters.ClusterV1alpha1().AddOnPlacementScores(cluster).Get(ctx, agentinventory.ScoreName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if s.Status.ValidUntil == nil || !s.Status.ValidUntil.After(s.CreationTimestamp.Time) {
+				return fmt.Errorf("validUntil %v is not in the future", s.Status.ValidUntil)
+			}
+			if diff := cmp.Diff(want, s.Status.Scores); diff != "" {
+				return fmt.Errorf("scores (-want,+got):\n%s", diff)
+			}
+			return nil
+		})
+	})
+
+	t.Run("managed cluster resources", func(t *testing.T) {
+		// The agent adds nvidia.com/gpu, keeps every key others wrote, and
+		// writes no cpu or memory, which OCM's registration agent owns.
+		want := clusterv1.ResourceList{"cpu": resource.MustParse("999"), "pods": resource.MustParse("7"),
+			"example.com/widgets": resource.MustParse("3"), clusterv1.ResourceName(gpu): resource.MustParse("10")}
+		eventually(t, func(ctx context.Context) error {
+			mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if diff := cmp.Diff(want, mc.Status.Allocatable, quantities); diff != "" {
+				return fmt.Errorf("allocatable (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, mc.Status.Capacity, quantities); diff != "" {
+				return fmt.Errorf("capacity (-want,+got):\n%s", diff)
+			}
+			return nil
+		})
+	})
+
+	t.Run("pod deleted", func(t *testing.T) {
+		if err := spoke.CoreV1().Pods(testNS).Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		before := inv.Status.Revision
+		inv := waitForReport(t, spoke, hubFleetfit, cluster)
+		if free := totals(inv, "cpu").Free; free.Cmp(resource.MustParse("86")) != 0 {
+			t.Errorf("free cpu after deleting the pod: %s, want 86", free.String())
+		}
+		if inv.Status.Revision <= before {
+			t.Errorf("revision %d after a change, want more than %d", inv.Status.Revision, before)
+		}
+	})
+
+	t.Run("node relabelled", func(t *testing.T) {
+		n, err := spoke.CoreV1().Nodes().Get(ctx, "t4-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Labels[gpuProduct] = "L4"
+		if _, err := spoke.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		inv := waitForReport(t, spoke, hubFleetfit, cluster)
+		var products []string
+		for _, s := range inv.Status.NodeShapes {
+			if p, ok := s.Labels[gpuProduct]; ok {
+				products = append(products, p)
+			}
+		}
+		if diff := cmp.Diff([]string{"A100", "L4"}, products, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+			t.Errorf("GPU products of the shapes (-want,+got):\n%s", diff)
+		}
+	})
+
+	t.Run("GPU nodes removed", func(t *testing.T) {
+		// The pod goes first: pods bound to a missing node still count.
+		if err := spoke.CoreV1().Pods(testNS).Delete(ctx, "train", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"a100-0", "a100-1", "t4-0"} {
+			if err := spoke.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inv := waitForReport(t, spoke, hubFleetfit, cluster)
+		if inv.Status.NodeCount != 2 {
+			t.Errorf("nodeCount %d, want 2", inv.Status.NodeCount)
+		}
+		// The key the agent added goes away with the GPUs; the others stay.
+		eventually(t, func(ctx context.Context) error {
+			mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if diff := cmp.Diff(foreign, mc.Status.Allocatable, quantities); diff != "" {
+				return fmt.Errorf("allocatable (-want,+got):\n%s", diff)
+			}
+			return nil
+		})
+	})
+
+	t.Run("other cluster's agent is forbidden", func(t *testing.T) {
+		cfg, err := fleet.Hub.UserConfig(deployagent.AgentUser(framework.SpokeName(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		intruder := fleetfitclient.NewForConfigOrDie(cfg).FleetfitV1alpha1().ClusterInventories(cluster)
+		inv, err := hubFleetfit.FleetfitV1alpha1().ClusterInventories(cluster).Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv.Status.NodeCount = 1000
+		if _, err := intruder.UpdateStatus(ctx, inv, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("updating cluster1's inventory as cluster2's agent: got %v, want Forbidden", err)
+		}
+		if _, err := intruder.Create(ctx, &v1alpha1.ClusterInventory{ObjectMeta: metav1.ObjectMeta{Name: "fake", Namespace: cluster}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("creating an inventory in cluster1's namespace as cluster2's agent: got %v, want Forbidden", err)
+		}
+		patch := []byte(`{"status":{"allocatable":{"nvidia.com/gpu":"1000"}}}`)
+		if _, err := clusterclient.NewForConfigOrDie(cfg).ClusterV1().ManagedClusters().Patch(ctx, cluster, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); !apierrors.IsForbidden(err) {
+			t.Errorf("patching cluster1's ManagedCluster as cluster2's agent: got %v, want Forbidden", err)
+		}
+	})
+}
+
+// startAgent runs the reporter of the i-th spoke in-process with the
+// identities deploy/agent grants — the spoke's ServiceAccount and the hub
+// user system:fleetfit:agent:<cluster> — until the test ends.
+func startAgent(t *testing.T, i int) {
+	t.Helper()
+	startAgentAs(t, fleet.Spokes[i], framework.SpokeName(i))
+}
+
+// startAgentAs runs, until the test ends, the reporter of spoke under the
+// managed-cluster name cluster, and returns its log.
+func startAgentAs(t *testing.T, spoke *framework.ControlPlane, cluster string) ktesting.Buffer {
+	t.Helper()
+	spokeCfg, err := spoke.UserConfig("system:serviceaccount:fleetfit-agent:fleetfit-agent", "system:serviceaccounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hubCfg, err := fleet.Hub.UserConfig(deployagent.AgentUser(cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := agentinventory.New(agentinventory.Clients{
+		Spoke:      kubernetes.NewForConfigOrDie(spokeCfg),
+		Hub:        fleetfitclient.NewForConfigOrDie(hubCfg),
+		HubCluster: clusterclient.NewForConfigOrDie(hubCfg),
+	}, agentinventory.Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+	return logger.GetSink().(ktesting.Underlier).GetBuffer()
+}
+
+// waitForReport waits until the hub's ClusterInventory equals what
+// pkg/inventory computes from the spoke's current nodes and pods, and
+// returns it.
+func waitForReport(t *testing.T, spoke kubernetes.Interface, hub fleetfitclient.Interface, cluster string) *v1alpha1.ClusterInventory {
+	t.Helper()
+	opts := cmp.Options{
+		cmpopts.IgnoreFields(v1alpha1.ClusterInventoryStatus{}, "Revision", "ObservedAt", "AgentVersion"),
+		cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),
+		cmpopts.EquateEmpty(),
+	}
+	var inv *v1alpha1.ClusterInventory
+	eventually(t, func(ctx context.Context) error {
+		want, err := expectedReport(ctx, spoke)
+		if err != nil {
+			return err
+		}
+		inv, err = hub.FleetfitV1alpha1().ClusterInventories(cluster).Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(want, inv.Status, opts); diff != "" {
+			return fmt.Errorf("hub's report differs from pkg/inventory's (-want,+got):\n%s", diff)
+		}
+		return nil
+	})
+	return inv
+}
+
+// expectedReport is pkg/inventory's report of the spoke's current objects.
+func expectedReport(ctx context.Context, spoke kubernetes.Interface) (v1alpha1.ClusterInventoryStatus, error) {
+	c, err := inventory.NewCluster(inventory.DefaultConfig())
+	if err != nil {
+		return v1alpha1.ClusterInventoryStatus{}, err
+	}
+	nodes, err := spoke.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return v1alpha1.ClusterInventoryStatus{}, err
+	}
+	for i := range nodes.Items {
+		c.UpsertNode(&nodes.Items[i])
+	}
+	pods, err := spoke.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return v1alpha1.ClusterInventoryStatus{}, err
+	}
+	for i := range pods.Items {
+		c.UpsertPod(&pods.Items[i])
+	}
+	return c.Summarize(), nil
+}
+
+func totals(inv *v1alpha1.ClusterInventory, name corev1.ResourceName) v1alpha1.ResourceTotals {
+	for _, r := range inv.Status.Resources {
+		if r.Name == name {
+			return r
+		}
+	}
+	return v1alpha1.ResourceTotals{Name: name}
+}

@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// Named timeouts, sized for a loaded 2-core machine.
+const (
+	// eventuallyTimeout bounds waits for the agent to report a change,
+	// which takes the informers' latency plus minInterval.
+	eventuallyTimeout = 60 * time.Second
+	pollInterval      = 200 * time.Millisecond
+	// minInterval is the agent's interval in these tests: short, so the
+	// tests are quick, but long enough to coalesce a test's setup.
+	minInterval = 300 * time.Millisecond
+)
+
+// eventually retries fn until it returns nil, failing the test with fn's
+// last error when eventuallyTimeout passes.
+func eventually(t *testing.T, fn func(ctx context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), pollInterval, eventuallyTimeout, true, func(ctx context.Context) (bool, error) {
+		err := fn(ctx)
+		if err != nil && ctx.Err() != nil {
+			// The timeout cut this attempt short; the previous error says more.
+			return false, nil
+		}
+		last = err
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("condition not met within %v: %v", eventuallyTimeout, last)
+	}
+}
+
+// apply creates every object of a multi-document YAML file, leaving objects
+// that already exist as they are.
+func apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	disc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc.Discovery()))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("decoding manifests: %w", err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("mapping %s: %w", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if ns := obj.GetNamespace(); ns != "" {
+			ri = dyn.Resource(m.Resource).Namespace(ns)
+		}
+		if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+}
+
+// nodeBuilder builds a Ready node with the given allocatable (capacity is
+// the same) and labels.
+type nodeBuilder struct{ node *corev1.Node }
+
+func makeNode(name string) *nodeBuilder {
+	return &nodeBuilder{node: &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
+			Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}}
+}
+
+func (b *nodeBuilder) resource(name corev1.ResourceName, q string) *nodeBuilder {
+	b.node.Status.Capacity[name] = resource.MustParse(q)
+	b.node.Status.Allocatable[name] = resource.MustParse(q)
+	return b
+}
+
+func (b *nodeBuilder) label(k, v string) *nodeBuilder {
+	b.node.Labels[k] = v
+	return b
+}
+
+func (b *nodeBuilder) obj() *corev1.Node { return b.node.DeepCopy() }
+
+// createNode creates the node and then sets its status through the status
+// subresource, as a kubelet would. The API server's TaintNodesByCondition
+// admission taints new nodes not-ready; with no node lifecycle controller
+// running, the taints are set back to the node's own, as that controller
+// would once the node is Ready.
+func createNode(ctx context.Context, c kubernetes.Interface, n *corev1.Node) error {
+	created, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating node %s: %w", n.Name, err)
+	}
+	created.Spec.Taints = n.Spec.Taints
+	if created, err = c.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("untainting node %s: %w", n.Name, err)
+	}
+	created.Status = n.Status
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("setting status of node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// makePod returns a pod bound to node whose one container requests the
+// given resources, as "name=quantity" pairs.
+func makePod(namespace, name, node string, requests corev1.ResourceList) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PodSpec{
+			NodeName: node,
+			Containers: []corev1.Container{{
+				Name:      "main",
+				Image:     "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: requests, Limits: extendedOnly(requests)},
+			}},
+		},
+	}
+}
+
+// extendedOnly returns the extended resources of list: the API server
+// requires limits equal to requests for them.
+func extendedOnly(list corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range list {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			out[name] = q
+		}
+	}
+	return out
+}
