@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 )
 
@@ -38,10 +41,18 @@ type managedClusterWriter struct {
 	// inventory is told of the ClusterInventory's new version after the
 	// annotation changes, so its next status update does not conflict.
 	inventory *inventoryWriter
+
+	// applied are the report's resource totals as of the last sync that left
+	// the ManagedCluster right, at appliedAt. Only they decide what is
+	// written, so while they stay the same the ManagedCluster is not read
+	// again until reread has passed (to notice keys someone else changed).
+	applied   []v1alpha1.ResourceTotals
+	appliedAt time.Time
+	reread    time.Duration
 }
 
 func newManagedClusterWriter(client clusterclient.Interface, hub fleetfitclient.Interface, inventory *inventoryWriter, opts Options) *managedClusterWriter {
-	return &managedClusterWriter{client: client, hub: hub, cluster: opts.ClusterName, inventory: inventory}
+	return &managedClusterWriter{client: client, hub: hub, cluster: opts.ClusterName, inventory: inventory, reread: opts.ScoreValidity / 2}
 }
 
 func (w *managedClusterWriter) name() string { return "ManagedCluster" }
@@ -52,6 +63,20 @@ func (w *managedClusterWriter) sync(ctx context.Context, st *syncState) error {
 		// for the retry that the inventory step's error causes.
 		return nil
 	}
+	if w.applied != nil && st.now.Sub(w.appliedAt) < w.reread && apiequality.Semantic.DeepEqual(w.applied, st.report.Resources) {
+		return nil
+	}
+	if err := w.apply(ctx, st); err != nil {
+		w.applied = nil
+		return err
+	}
+	w.applied, w.appliedAt = st.report.Resources, st.now
+	return nil
+}
+
+// apply reads the ManagedCluster and patches the keys fleetfit owns when
+// they differ from the report.
+func (w *managedClusterWriter) apply(ctx context.Context, st *syncState) error {
 	mc, err := w.client.ClusterV1().ManagedClusters().Get(ctx, w.cluster, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading ManagedCluster %s: %w", w.cluster, err)
@@ -80,15 +105,12 @@ func (w *managedClusterWriter) sync(ctx context.Context, st *syncState) error {
 			capacity[name], allocatable[name] = nil, nil
 		}
 	}
-	if len(capacity) == 0 {
+	if len(capacity) == 0 || unchanged(mc, capacity, allocatable) {
 		return w.recordOwned(ctx, st, keep)
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"capacity": capacity, "allocatable": allocatable}})
 	if err != nil {
 		return fmt.Errorf("encoding patch: %w", err)
-	}
-	if unchanged(mc, capacity, allocatable) {
-		return w.recordOwned(ctx, st, keep)
 	}
 	// Ownership is recorded first, including keys about to be removed, so a
 	// crash between the two writes never loses track of a key we wrote.

@@ -135,7 +135,7 @@ func TestAgentReportsToHub(t *testing.T) {
 		if diff := cmp.Diff(want, agentinventory.Scores(&inv.Status, agentinventory.ScoreReference{})); diff != "" {
 			t.Fatalf("Scores of the hub's report (-want,+got):\n%s", diff)
 		}
-		eventually(t, func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			s, err := hubClusters.ClusterV1alpha1().AddOnPlacementScores(cluster).Get(ctx, agentinventory.ScoreName, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -155,7 +155,7 @@ func TestAgentReportsToHub(t *testing.T) {
 		// writes no cpu or memory, which OCM's registration agent owns.
 		want := clusterv1.ResourceList{"cpu": resource.MustParse("999"), "pods": resource.MustParse("7"),
 			"example.com/widgets": resource.MustParse("3"), clusterv1.ResourceName(gpu): resource.MustParse("10")}
-		eventually(t, func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -220,7 +220,7 @@ func TestAgentReportsToHub(t *testing.T) {
 			t.Errorf("nodeCount %d, want 2", inv.Status.NodeCount)
 		}
 		// The key the agent added goes away with the GPUs; the others stay.
-		eventually(t, func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -308,7 +308,7 @@ func waitForReport(t *testing.T, spoke kubernetes.Interface, hub fleetfitclient.
 		cmpopts.EquateEmpty(),
 	}
 	var inv *v1alpha1.ClusterInventory
-	eventually(t, func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		want, err := expectedReport(ctx, spoke)
 		if err != nil {
 			return err

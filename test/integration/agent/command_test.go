@@ -73,7 +73,7 @@ func TestAgentCommand(t *testing.T) {
 	})
 
 	hub := fleetfitclient.NewForConfigOrDie(hubCfg)
-	eventually(t, func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		select {
 		case err := <-done:
 			done <- err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -23,35 +21,9 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-// Named timeouts, sized for a loaded 2-core machine.
-const (
-	// eventuallyTimeout bounds waits for the agent to report a change,
-	// which takes the informers' latency plus minInterval.
-	eventuallyTimeout = 60 * time.Second
-	pollInterval      = 200 * time.Millisecond
-	// minInterval is the agent's interval in these tests: short, so the
-	// tests are quick, but long enough to coalesce a test's setup.
-	minInterval = 300 * time.Millisecond
-)
-
-// eventually retries fn until it returns nil, failing the test with fn's
-// last error when eventuallyTimeout passes.
-func eventually(t *testing.T, fn func(ctx context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), pollInterval, eventuallyTimeout, true, func(ctx context.Context) (bool, error) {
-		err := fn(ctx)
-		if err != nil && ctx.Err() != nil {
-			// The timeout cut this attempt short; the previous error says more.
-			return false, nil
-		}
-		last = err
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("condition not met within %v: %v", eventuallyTimeout, last)
-	}
-}
+// minInterval is the agent's interval in these tests: short, so the tests
+// are quick, but long enough to coalesce a test's setup.
+const minInterval = 300 * time.Millisecond
 
 // apply creates every object of a multi-document YAML file, leaving objects
 // that already exist as they are.

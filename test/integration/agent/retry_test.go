@@ -13,6 +13,7 @@ import (
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/test/framework"
 )
 
 // TestAgentRetriesUntilAllowed starts an agent whose hub identity has no
@@ -37,7 +38,7 @@ func TestAgentRetriesUntilAllowed(t *testing.T) {
 	}
 
 	log := startAgentAs(t, spoke, cluster)
-	eventually(t, func(context.Context) error {
+	framework.Eventually(t, func(context.Context) error {
 		if !strings.Contains(log.String(), "forbidden") {
 			return errors.New("the agent has not been refused by the hub yet")
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/test/framework"
 )
 
 // TestRestrictedIdentity checks that an identity granted only its own
@@ -64,7 +65,7 @@ func TestRestrictedIdentity(t *testing.T) {
 	}
 
 	// RBAC bindings take effect asynchronously in the authorizer's cache.
-	eventually(t, func() error { return create(ctx, own) })
+	framework.Eventually(t, func(ctx context.Context) error { return create(ctx, own) })
 
 	if err := create(ctx, other); !apierrors.IsForbidden(err) {
 		t.Errorf("creating an inventory in another cluster's namespace: got %v, want Forbidden", err)

@@ -1,0 +1,37 @@
+package framework
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Named timeouts for waiting on controllers and API server caches.
+const (
+	// EventuallyTimeout bounds a wait for a controller or an API server
+	// cache to catch up, on a loaded 2-core machine.
+	EventuallyTimeout = 60 * time.Second
+	// PollInterval is how often Eventually tries again.
+	PollInterval = 200 * time.Millisecond
+)
+
+// Eventually retries fn until it returns nil, failing the test with fn's
+// last error when EventuallyTimeout passes.
+func Eventually(t testing.TB, fn func(ctx context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), PollInterval, EventuallyTimeout, true, func(ctx context.Context) (bool, error) {
+		err := fn(ctx)
+		if err != nil && ctx.Err() != nil {
+			// The timeout cut this attempt short; the previous error says more.
+			return false, nil
+		}
+		last = err
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("condition not met within %v: %v", EventuallyTimeout, last)
+	}
+}
