@@ -1,0 +1,193 @@
+package framework
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+)
+
+// ClusterInfo is what the scheduler knows about one managed cluster. It is immutable once
+// built: when the cluster, its scores or its inventory change, a new ClusterInfo replaces it,
+// so snapshots in use by other cycles are never touched. It shares the informer's objects and
+// never copies them.
+type ClusterInfo struct {
+	Cluster *clusterv1.ManagedCluster
+	// Claims are the cluster's ClusterClaims as a label set, for claim selectors and claim
+	// topology keys.
+	Claims labels.Set
+	// Scores are the AddOnPlacementScores in the cluster's namespace, by name.
+	Scores map[string]*clusterv1alpha1.AddOnPlacementScore
+	// Inventory is the agent's report, nil when the cluster has no fleetfit agent.
+	Inventory *fleetfitv1alpha1.ClusterInventory
+	// View answers per-node fit queries over Inventory; nil when Inventory is nil.
+	View *inventory.View
+}
+
+// NewClusterInfo builds the info for a cluster.
+func NewClusterInfo(c *clusterv1.ManagedCluster, scores map[string]*clusterv1alpha1.AddOnPlacementScore, inv *fleetfitv1alpha1.ClusterInventory) *ClusterInfo {
+	info := &ClusterInfo{Cluster: c, Scores: scores, Inventory: inv}
+	if len(c.Status.ClusterClaims) > 0 {
+		info.Claims = make(labels.Set, len(c.Status.ClusterClaims))
+		for _, cl := range c.Status.ClusterClaims {
+			info.Claims[cl.Name] = cl.Value
+		}
+	}
+	if inv != nil {
+		info.View = inventory.NewView(&inv.Status)
+	}
+	return info
+}
+
+// Name returns the cluster's name.
+func (c *ClusterInfo) Name() string { return c.Cluster.Name }
+
+// Labels returns the cluster's labels as a label set.
+func (c *ClusterInfo) Labels() labels.Set { return labels.Set(c.Cluster.Labels) }
+
+// Terminating reports whether the cluster is being deleted; such clusters are never selected.
+func (c *ClusterInfo) Terminating() bool { return !c.Cluster.DeletionTimestamp.IsZero() }
+
+// InventoryAge returns how long ago the agent observed the cluster, or false without inventory.
+func (c *ClusterInfo) InventoryAge(now time.Time) (time.Duration, bool) {
+	if c.Inventory == nil || c.Inventory.Status.ObservedAt.IsZero() {
+		return 0, false
+	}
+	return now.Sub(c.Inventory.Status.ObservedAt.Time), true
+}
+
+// Snapshot is an immutable, indexed view of the fleet that one or more scheduling cycles read
+// concurrently. Clusters are indexed in name order, so iterating a Bitset visits clusters by
+// name, and results never depend on map order.
+type Snapshot struct {
+	clusters []*ClusterInfo
+	index    map[string]int
+
+	sets     map[string]*Bitset
+	setObjs  map[string]*clusterv1beta2.ManagedClusterSet
+	bindings map[string][]string
+
+	decisionCount []int32
+	decided       map[string][]string
+}
+
+// SnapshotInput is everything a snapshot is built from. Decided maps a placement key
+// ("namespace/name") to the clusters its PlacementDecisions currently hold.
+type SnapshotInput struct {
+	Clusters []*ClusterInfo
+	Sets     []*clusterv1beta2.ManagedClusterSet
+	// Bindings maps a namespace to the names of the ManagedClusterSetBindings in it.
+	Bindings map[string][]string
+	Decided  map[string][]string
+}
+
+// NewSnapshot indexes the input. Cluster-set membership is evaluated once here, so cycles
+// only combine bitsets. It does not copy the clusters.
+func NewSnapshot(in SnapshotInput) *Snapshot {
+	s := &Snapshot{
+		clusters: slices.Clone(in.Clusters),
+		index:    make(map[string]int, len(in.Clusters)),
+		sets:     make(map[string]*Bitset, len(in.Sets)),
+		setObjs:  make(map[string]*clusterv1beta2.ManagedClusterSet, len(in.Sets)),
+		bindings: in.Bindings,
+		decided:  in.Decided,
+	}
+	sort.Slice(s.clusters, func(i, j int) bool { return s.clusters[i].Name() < s.clusters[j].Name() })
+	for i, c := range s.clusters {
+		s.index[c.Name()] = i
+	}
+	n := len(s.clusters)
+	for _, set := range in.Sets {
+		s.setObjs[set.Name] = set
+		members := NewBitset(n)
+		matches := setSelector(set)
+		for i, c := range s.clusters {
+			if matches(c) {
+				members.Set(i)
+			}
+		}
+		s.sets[set.Name] = members
+	}
+	s.decisionCount = make([]int32, n)
+	for _, names := range in.Decided {
+		for _, name := range names {
+			if i, ok := s.index[name]; ok {
+				s.decisionCount[i]++
+			}
+		}
+	}
+	return s
+}
+
+// setSelector returns the membership test of a ManagedClusterSet: the exclusive set label
+// (the default), a label selector, or nothing for an invalid selector.
+func setSelector(set *clusterv1beta2.ManagedClusterSet) func(*ClusterInfo) bool {
+	sel := set.Spec.ClusterSelector
+	switch sel.SelectorType {
+	case clusterv1beta2.LabelSelector:
+		if sel.LabelSelector == nil {
+			return func(*ClusterInfo) bool { return false }
+		}
+		ls, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
+		if err != nil {
+			return func(*ClusterInfo) bool { return false }
+		}
+		return func(c *ClusterInfo) bool { return ls.Matches(c.Labels()) }
+	case clusterv1beta2.ExclusiveClusterSetLabel, "":
+		return func(c *ClusterInfo) bool { return c.Cluster.Labels[clusterv1beta2.ClusterSetLabel] == set.Name }
+	default:
+		return func(*ClusterInfo) bool { return false }
+	}
+}
+
+// NumClusters returns the number of clusters; indexes run from 0 to NumClusters()-1.
+func (s *Snapshot) NumClusters() int { return len(s.clusters) }
+
+// Cluster returns the cluster at index i.
+func (s *Snapshot) Cluster(i int) *ClusterInfo { return s.clusters[i] }
+
+// Index returns the index of the named cluster.
+func (s *Snapshot) Index(name string) (int, bool) {
+	i, ok := s.index[name]
+	return i, ok
+}
+
+// ClusterSet returns the members of a set and whether the set exists.
+func (s *Snapshot) ClusterSet(name string) (*Bitset, bool) {
+	b, ok := s.sets[name]
+	return b, ok
+}
+
+// BindingNames returns the ManagedClusterSetBindings in a namespace, sorted.
+func (s *Snapshot) BindingNames(namespace string) []string { return s.bindings[namespace] }
+
+// SetExists reports whether a ManagedClusterSet exists.
+func (s *Snapshot) SetExists(name string) bool {
+	_, ok := s.setObjs[name]
+	return ok
+}
+
+// DecisionCount returns how many placements currently decide the cluster at index i.
+func (s *Snapshot) DecisionCount(i int) int32 { return s.decisionCount[i] }
+
+// DecidedNames returns the clusters currently in a placement's decisions.
+func (s *Snapshot) DecidedNames(placementKey string) []string { return s.decided[placementKey] }
+
+// BitsetOf returns the indexes of the named clusters that exist in the snapshot.
+func (s *Snapshot) BitsetOf(names []string) *Bitset {
+	b := NewBitset(len(s.clusters))
+	for _, n := range names {
+		if i, ok := s.index[n]; ok {
+			b.Set(i)
+		}
+	}
+	return b
+}

@@ -1,0 +1,330 @@
+// Package scheduler runs fleetfit's scheduling cycle: from a Placement (and the HPAIntents
+// that refer to it) and an immutable Snapshot of the fleet to the ordered list of clusters
+// to decide, with a record of every filter and prioritizer for explain. It changes nothing:
+// the placement controller writes the decisions, the CLI prints them.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+)
+
+// Profile says which plugins a scheduler runs.
+type Profile struct {
+	// Filters run for every placement, in this order (the order matters only for explain).
+	Filters []string
+	Weights Weights
+}
+
+// Scheduler runs cycles. It is safe for concurrent use by several workers.
+type Scheduler struct {
+	handle   framework.Handle
+	registry framework.Registry
+	weights  Weights
+	filters  []framework.FilterPlugin
+	// plugins holds the plugins created without arguments, shared by all cycles; a plugin
+	// that is both a filter and a prioritizer is one instance.
+	plugins sync.Map // name -> framework.Plugin
+	// parameterised holds prioritizers created from ScoreCoordinates with arguments.
+	parameterised sync.Map // coordinate key -> framework.Plugin
+	metrics       Observer
+}
+
+// Observer receives plugin durations; the hub wires it to Prometheus.
+type Observer interface {
+	ObservePlugin(extensionPoint, plugin string, d time.Duration)
+}
+
+type noopObserver struct{}
+
+func (noopObserver) ObservePlugin(string, string, time.Duration) {}
+
+// New creates a scheduler. Unknown filter names are an error: the profile is the binary's
+// configuration, not user input.
+func New(h framework.Handle, registry framework.Registry, profile Profile) (*Scheduler, error) {
+	s := &Scheduler{handle: h, registry: registry, weights: profile.Weights, metrics: noopObserver{}}
+	for _, name := range profile.Filters {
+		p, err := s.plugin(name)
+		if err != nil {
+			return nil, err
+		}
+		f, ok := p.(framework.FilterPlugin)
+		if !ok {
+			return nil, fmt.Errorf("plugin %s is not a filter", name)
+		}
+		s.filters = append(s.filters, f)
+	}
+	return s, nil
+}
+
+// WithObserver sets the observer of plugin durations and returns s.
+func (s *Scheduler) WithObserver(o Observer) *Scheduler {
+	if o != nil {
+		s.metrics = o
+	}
+	return s
+}
+
+func (s *Scheduler) plugin(name string) (framework.Plugin, error) {
+	if p, ok := s.plugins.Load(name); ok {
+		return p.(framework.Plugin), nil
+	}
+	factory, ok := s.registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown plugin %q", name)
+	}
+	p, err := factory(s.handle, framework.Args{})
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := s.plugins.LoadOrStore(name, p)
+	return actual.(framework.Plugin), nil
+}
+
+func (s *Scheduler) prioritizer(c coordinate) (framework.ScorePlugin, *framework.Status) {
+	var p framework.Plugin
+	if c.args.Param == "" && c.args.AddOn == nil {
+		if _, known := s.registry[c.plugin]; !known {
+			return nil, framework.Misconfiguredf("incorrect builtin prioritizer: %s", c.name)
+		}
+		var err error
+		if p, err = s.plugin(c.plugin); err != nil {
+			return nil, framework.Misconfiguredf("prioritizer %s: %v", c.name, err)
+		}
+	} else if cached, ok := s.parameterised.Load(c.key); ok {
+		p = cached.(framework.Plugin)
+	} else {
+		factory, ok := s.registry[c.plugin]
+		if !ok {
+			return nil, framework.Misconfiguredf("incorrect builtin prioritizer: %s", c.name)
+		}
+		created, err := factory(s.handle, c.args)
+		if err != nil {
+			return nil, framework.Misconfiguredf("prioritizer %s: %v", c.name, err)
+		}
+		actual, _ := s.parameterised.LoadOrStore(c.key, created)
+		p = actual.(framework.Plugin)
+	}
+	sp, ok := p.(framework.ScorePlugin)
+	if !ok {
+		return nil, framework.Misconfiguredf("incorrect builtin prioritizer: %s is not a prioritizer", c.name)
+	}
+	return sp, nil
+}
+
+// Options tune one cycle.
+type Options struct {
+	// Explain records per-cluster rejection reasons and per-prioritizer scores.
+	Explain bool
+}
+
+// Schedule runs one cycle. The result is always non-nil and records how far the cycle got; a
+// failure status (Misconfigured or Error) means the caller must keep the existing decisions.
+func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req *framework.Request, opts Options) *Result {
+	logger := klog.FromContext(ctx)
+	res := &Result{snap: snap, explain: opts.Explain}
+	p := req.Placement
+
+	// 1. Clusters available to the placement: members of the cluster sets bound to its
+	// namespace (intersected with spec.clusterSets), without terminating clusters.
+	bound := sets.New[string]()
+	for _, b := range snap.BindingNames(p.Namespace) {
+		if snap.SetExists(b) {
+			bound.Insert(b)
+		}
+	}
+	res.NumBindings = bound.Len()
+	eligible := bound
+	if len(p.Spec.ClusterSets) > 0 {
+		eligible = bound.Intersection(sets.New(p.Spec.ClusterSets...))
+	}
+	res.EligibleSets = sets.List(eligible)
+	available := framework.NewBitset(snap.NumClusters())
+	for _, name := range res.EligibleSets {
+		if members, ok := snap.ClusterSet(name); ok {
+			available.Or(members)
+		}
+	}
+	available.ForEach(func(i int) {
+		if snap.Cluster(i).Terminating() {
+			available.Clear(i)
+		}
+	})
+	res.Available = available
+
+	state := framework.NewCycleState()
+
+	// 2. Filters, concurrently; the feasible set is the intersection of their results.
+	feasible, st := s.runFilters(ctx, state, snap, req, available, res)
+	if st.IsFailure() {
+		res.Status = st
+		return res
+	}
+	res.mergeStatus(st)
+	res.Feasible = feasible
+
+	// 3. Prioritizers and their weights.
+	coords, st := s.weights.prioritizerCoordinates(p)
+	if st.IsFailure() {
+		res.Status = st
+		return res
+	}
+	totals := make([]int64, snap.NumClusters())
+	var requeuers []framework.RequeuePlugin
+	for _, f := range s.filters {
+		if r, ok := f.(framework.RequeuePlugin); ok {
+			requeuers = append(requeuers, r)
+		}
+	}
+	for _, c := range coords {
+		sp, st := s.prioritizer(c)
+		if st.IsFailure() {
+			res.Status = st.WithPlugin(c.name)
+			return res
+		}
+		scores := make([]int64, snap.NumClusters())
+		start := time.Now()
+		st = sp.Score(ctx, state, snap, req, feasible, scores)
+		s.metrics.ObservePlugin("Score", sp.Name(), time.Since(start))
+		st = st.WithPlugin(c.name)
+		if st.IsFailure() {
+			res.Status = st
+			return res
+		}
+		if st.Code() == framework.Warning {
+			logger.V(2).Info("Prioritizer warning", "prioritizer", c.name, "message", st.Message())
+		}
+		res.mergeStatus(st)
+		w := int64(c.weight)
+		feasible.ForEach(func(i int) {
+			sc := min(max(scores[i], framework.MinClusterScore), framework.MaxClusterScore)
+			totals[i] += w * sc
+		})
+		res.Prioritizers = append(res.Prioritizers, PrioritizerResult{Name: c.name, Weight: c.weight, scores: scores})
+		if r, ok := sp.(framework.RequeuePlugin); ok && !slices.Contains(requeuers, r) {
+			requeuers = append(requeuers, r)
+		}
+	}
+	res.totals = totals
+
+	// 4. Order by total score, then by name (index order is name order).
+	ordered := feasible.Indexes()
+	sort.SliceStable(ordered, func(a, b int) bool { return totals[ordered[a]] > totals[ordered[b]] })
+	res.ordered = ordered
+
+	// 5. Select numberOfClusters (all when unset), honouring spread constraints.
+	want := len(ordered)
+	if p.Spec.NumberOfClusters != nil {
+		want = int(*p.Spec.NumberOfClusters)
+	}
+	selected, st := selectClusters(snap, p, ordered, want)
+	if st.IsFailure() {
+		res.Status = st
+		return res
+	}
+	res.selected = selected
+	if p.Spec.NumberOfClusters != nil {
+		res.Unscheduled = max(want-len(selected), 0)
+	}
+
+	// 6. The earliest time at which the result may change by itself.
+	for _, r := range requeuers {
+		if d := r.RequeueAfter(ctx, state, snap, req); d > 0 && (res.RequeueAfter == 0 || d < res.RequeueAfter) {
+			res.RequeueAfter = d
+		}
+	}
+	return res
+}
+
+type filterOutcome struct {
+	result     *framework.Bitset
+	status     *framework.Status
+	rejections map[int]string
+}
+
+type rejectionMap map[int]string
+
+func (r rejectionMap) Reject(i int, reason string) {
+	if _, ok := r[i]; !ok {
+		r[i] = reason
+	}
+}
+
+func (s *Scheduler) runFilters(ctx context.Context, state *framework.CycleState, snap *framework.Snapshot,
+	req *framework.Request, candidates *framework.Bitset, res *Result) (*framework.Bitset, *framework.Status) {
+	outcomes := make([]filterOutcome, len(s.filters))
+	run := func(i int) {
+		f := s.filters[i]
+		var rec framework.Rejections
+		if res.explain {
+			m := rejectionMap{}
+			outcomes[i].rejections = m
+			rec = m
+		}
+		start := time.Now()
+		out, st := f.Filter(ctx, state, snap, req, candidates, rec)
+		s.metrics.ObservePlugin("Filter", f.Name(), time.Since(start))
+		outcomes[i].result, outcomes[i].status = out, st.WithPlugin(f.Name())
+	}
+	if len(s.filters) > 1 {
+		var wg sync.WaitGroup
+		for i := range s.filters {
+			wg.Go(func() { run(i) })
+		}
+		wg.Wait()
+	} else if len(s.filters) == 1 {
+		run(0)
+	}
+
+	feasible := candidates.Clone()
+	var warning *framework.Status
+	var names []string
+	for i, f := range s.filters {
+		o := outcomes[i]
+		if o.status.IsFailure() {
+			return nil, o.status
+		}
+		if o.status.Code() == framework.Warning {
+			warning = o.status
+		}
+		if o.result == nil {
+			return nil, framework.AsStatus(fmt.Errorf("filter %s returned no result", f.Name())).WithPlugin(f.Name())
+		}
+		before := feasible.Clone()
+		feasible.And(o.result)
+		names = append(names, f.Name())
+		fr := FilterResult{Name: joinNames(names), Plugin: f.Name(), set: feasible.Clone()}
+		if res.explain {
+			before.AndNot(feasible)
+			before.ForEach(func(c int) {
+				reason := o.rejections[c]
+				if reason == "" {
+					reason = "rejected"
+				}
+				fr.Rejected = append(fr.Rejected, Rejection{Cluster: snap.Cluster(c).Name(), Reason: reason})
+			})
+		}
+		res.Filters = append(res.Filters, fr)
+	}
+	return feasible, warning
+}
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ","
+		}
+		out += n
+	}
+	return out
+}
