@@ -5,10 +5,10 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -185,12 +185,19 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 			requeuers = append(requeuers, r)
 		}
 	}
-	for _, c := range coords {
+	// Resolve every prioritizer before scoring, so a misconfigured one stops the cycle before
+	// any work is done and explain never shows a partial list.
+	prioritizers := make([]framework.ScorePlugin, len(coords))
+	for k, c := range coords {
 		sp, st := s.prioritizer(c)
 		if st.IsFailure() {
 			res.Status = st.WithPlugin(c.name)
 			return res
 		}
+		prioritizers[k] = sp
+	}
+	for k, c := range coords {
+		sp := prioritizers[k]
 		scores := make([]int64, snap.NumClusters())
 		start := time.Now()
 		st = sp.Score(ctx, state, snap, req, feasible, scores)
@@ -218,13 +225,25 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 
 	// 4. Order by total score, then by name (index order is name order).
 	ordered := feasible.Indexes()
-	sort.SliceStable(ordered, func(a, b int) bool { return totals[ordered[a]] > totals[ordered[b]] })
+	// The comparison is a total order, so an unstable sort is deterministic and avoids the
+	// O(n log² n) merges of a stable one.
+	slices.SortFunc(ordered, func(a, b int) int {
+		if c := cmp.Compare(totals[b], totals[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 	res.ordered = ordered
 
 	// 5. Select numberOfClusters (all when unset), honouring spread constraints.
 	want := len(ordered)
 	if p.Spec.NumberOfClusters != nil {
 		want = int(*p.Spec.NumberOfClusters)
+		// The API does not forbid a negative number; refuse it instead of panicking.
+		if want < 0 {
+			res.Status = framework.Misconfiguredf("numberOfClusters must not be negative, got %d", want)
+			return res
+		}
 	}
 	selected, st := selectClusters(snap, p, ordered, want)
 	if st.IsFailure() {

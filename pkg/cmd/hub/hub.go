@@ -6,24 +6,74 @@ package hub
 import (
 	"context"
 	"fmt"
+	"os"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	clusterscheme "open-cluster-management.io/api/client/cluster/clientset/versioned/scheme"
+	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
+	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
+	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
 
 // Options are the hub's command-line options.
 type Options struct {
 	Kubeconfig string
+	// Placements is "all" (fleetfit is the hub's placement controller) or "annotated" (only
+	// Placements with OCM's disable annotation and the fleetfit.io/scheduler label).
+	Placements string
+	Workers    int
+
+	LeaderElect          bool
+	LeaderElectNamespace string
+	LeaseDuration        time.Duration
+	RenewDeadline        time.Duration
+	RetryPeriod          time.Duration
+
+	Serving *ServingOptions
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "fleetfit-system"
+	}
+	return &Options{
+		Placements:           string(placement.ModeAll),
+		Workers:              4,
+		LeaderElect:          true,
+		LeaderElectNamespace: ns,
+		LeaseDuration:        15 * time.Second,
+		RenewDeadline:        10 * time.Second,
+		RetryPeriod:          2 * time.Second,
+		Serving:              NewServingOptions(),
+	}
 }
 
 // NewCommand returns the fleetfit-hub command.
 func NewCommand() *cobra.Command {
-	o := &Options{}
+	o := NewOptions()
 	c := &cobra.Command{
 		Use:           "fleetfit-hub",
 		Short:         "fleetfit's hub: hardware-aware scheduling and delivery of OCM Placements",
@@ -31,16 +81,39 @@ func NewCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			return o.Run(c.Context())
 		},
 	}
-	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	fs := c.Flags()
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placement.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among hub replicas with a Lease; only the leader schedules")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "namespace of the leader election Lease (default: $POD_NAMESPACE or fleetfit-system)")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a non-leader waits before taking over an unrenewed lease")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader retries renewing before giving up leadership")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "time between leader election attempts")
+	o.Serving.AddFlags(fs)
 	cmd.AddLogFlags(c)
 	return c
 }
 
-// Run connects to the hub, checks that the APIs fleetfit needs are served,
-// and runs until ctx ends.
+// Validate checks the options.
+func (o *Options) Validate() error {
+	if m := placement.Mode(o.Placements); m != placement.ModeAll && m != placement.ModeAnnotated {
+		return fmt.Errorf("--placements must be %q or %q, not %q", placement.ModeAll, placement.ModeAnnotated, o.Placements)
+	}
+	if o.Workers < 1 {
+		return fmt.Errorf("--workers must be at least 1")
+	}
+	return nil
+}
+
+// Run connects to the hub, checks that the APIs fleetfit needs are served, serves explain and
+// metrics, and schedules Placements (as the leader, when leader election is on) until ctx ends.
 func (o *Options) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	cfg, err := cmd.RESTConfig(o.Kubeconfig, "fleetfit-hub")
@@ -51,7 +124,85 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	logger.Info("Hub APIs served", "host", cfg.Host, "version", version.Get().GitVersion)
-	<-ctx.Done()
+
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	clusterClient, err := clusterclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	fleetfitClient, err := fleetfitclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ocmInformers := clusterinformers.NewSharedInformerFactory(clusterClient, 0)
+	fleetfitInformers := fleetfitinformers.NewSharedInformerFactory(fleetfitClient, 0)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := placement.NewMetrics(reg)
+	h := scheduler.NewHandle(clock.RealClock{}, ocmInformers.Cluster().V1alpha1().AddOnPlacementScores().Lister())
+	sched, err := scheduler.New(h, plugins.NewRegistry(), plugins.DefaultProfile())
+	if err != nil {
+		return err
+	}
+	sched.WithObserver(metrics)
+
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(clusterscheme.Scheme, "fleetfit-hub")
+
+	ctrl, err := placement.New(clusterClient, recorder, ocmInformers, fleetfitInformers, sched, cache.New(), placement.Options{
+		Mode: placement.Mode(o.Placements), Workers: o.Workers, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
+	ocmInformers.Start(ctx.Done())
+	fleetfitInformers.Start(ctx.Done())
+	defer ocmInformers.Shutdown()
+	defer fleetfitInformers.Shutdown()
+
+	kubeconfigPath := o.Kubeconfig
+	if kubeconfigPath == "" {
+		kubeconfigPath = os.Getenv("KUBECONFIG")
+	}
+	if err := o.Serving.serve(ctx, kubeconfigPath, ctrl, reg); err != nil {
+		return err
+	}
+
+	if !o.LeaderElect {
+		ctrl.Run(ctx)
+		return nil
+	}
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id += "_" + string(uuid.NewUUID())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: o.LeaderElectNamespace, Name: "fleetfit-hub"},
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.LeaseDuration,
+		RenewDeadline:   o.RenewDeadline,
+		RetryPeriod:     o.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            "fleetfit-hub",
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Started leading", "identity", id)
+				ctrl.Run(ctx)
+			},
+			OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", id) },
+		},
+	})
 	return nil
 }
 

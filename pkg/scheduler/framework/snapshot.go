@@ -2,7 +2,7 @@ package framework
 
 import (
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,7 +100,10 @@ func NewSnapshot(in SnapshotInput) *Snapshot {
 		bindings: in.Bindings,
 		decided:  in.Decided,
 	}
-	sort.Slice(s.clusters, func(i, j int) bool { return s.clusters[i].Name() < s.clusters[j].Name() })
+	less := func(a, b *ClusterInfo) int { return strings.Compare(a.Name(), b.Name()) }
+	if !slices.IsSortedFunc(s.clusters, less) {
+		slices.SortFunc(s.clusters, less)
+	}
 	for i, c := range s.clusters {
 		s.index[c.Name()] = i
 	}

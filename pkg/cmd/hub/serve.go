@@ -1,0 +1,94 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	"k8s.io/apiserver/pkg/server/options"
+
+	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+)
+
+// ServingOptions configure the hub's HTTPS endpoint: explain and dry-run under
+// /debug/placements/, Prometheus metrics under /metrics, and /healthz. Callers are
+// authenticated by the hub API server (client certificates and TokenReview) and authorised with
+// SubjectAccessReviews, as kube-scheduler's secure port does.
+type ServingOptions struct {
+	SecureServing  *options.SecureServingOptions
+	Authentication *options.DelegatingAuthenticationOptions
+	Authorization  *options.DelegatingAuthorizationOptions
+}
+
+// NewServingOptions returns the defaults: port 9443 with a self-signed certificate.
+func NewServingOptions() *ServingOptions {
+	s := &ServingOptions{
+		SecureServing:  options.NewSecureServingOptions(),
+		Authentication: options.NewDelegatingAuthenticationOptions(),
+		Authorization:  options.NewDelegatingAuthorizationOptions(),
+	}
+	s.SecureServing.BindPort = 9443
+	s.SecureServing.ServerCert.PairName = "fleetfit-hub"
+	return s
+}
+
+// AddFlags adds the serving flags.
+func (s *ServingOptions) AddFlags(fs *pflag.FlagSet) {
+	s.SecureServing.AddFlags(fs)
+	s.Authentication.AddFlags(fs)
+	s.Authorization.AddFlags(fs)
+}
+
+// serve starts the HTTPS server and returns once it listens; it stops when ctx ends.
+func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *placement.Controller, reg *prometheus.Registry) error {
+	if s.SecureServing.BindPort == 0 && s.SecureServing.Listener == nil {
+		return nil
+	}
+	if err := s.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return fmt.Errorf("creating a self-signed serving certificate: %w", err)
+	}
+	var serving *server.SecureServingInfo
+	if err := s.SecureServing.ApplyTo(&serving); err != nil {
+		return err
+	}
+	s.Authentication.RemoteKubeConfigFile = kubeconfig
+	s.Authorization.RemoteKubeConfigFile = kubeconfig
+	var authn server.AuthenticationInfo
+	if err := s.Authentication.ApplyTo(&authn, serving, nil); err != nil {
+		return fmt.Errorf("delegated authentication: %w", err)
+	}
+	var authz server.AuthorizationInfo
+	if err := s.Authorization.ApplyTo(&authz); err != nil {
+		return fmt.Errorf("delegated authorization: %w", err)
+	}
+
+	codecs := serializer.NewCodecFactory(runtime.NewScheme())
+	resolver := &apirequest.RequestInfoFactory{APIPrefixes: nil, GrouplessAPIPrefixes: nil}
+
+	general := http.NewServeMux()
+	general.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	general.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	authorised := genericapifilters.WithAuthorization(general, authz.Authorizer, codecs)
+
+	mux := http.NewServeMux()
+	// The debug handler authorises each request itself, against the placement it reads.
+	mux.Handle(placement.DebugPath, ctrl.DebugHandler(authz.Authorizer))
+	mux.Handle("/", authorised)
+
+	var handler http.Handler = mux
+	handler = genericapifilters.WithAuthentication(handler, authn.Authenticator, genericapifilters.Unauthorized(codecs), nil, nil)
+	handler = genericapifilters.WithRequestInfo(handler, resolver)
+	handler = genericfilters.WithPanicRecovery(handler, resolver)
+	_, _, err := serving.Serve(handler, 0, ctx.Done())
+	return err
+}

@@ -1,0 +1,467 @@
+// Package placement is fleetfit's placement controller: it schedules OCM Placements with the
+// scheduler in pkg/scheduler and writes PlacementDecisions and Placement status exactly where
+// and how OCM's placement controller does, so consumers of decisions work unchanged.
+package placement
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
+	clusterlisterv1beta1 "open-cluster-management.io/api/client/cluster/listers/cluster/v1beta1"
+	clusterlisterv1beta2 "open-cluster-management.io/api/client/cluster/listers/cluster/v1beta2"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
+	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
+)
+
+// Mode says which Placements fleetfit schedules.
+type Mode string
+
+const (
+	// ModeAll makes fleetfit the hub's placement controller: it schedules every Placement
+	// except those with OCM's experimental-scheduling-disable annotation (unless they also
+	// carry the fleetfit.io/scheduler label).
+	ModeAll Mode = "all"
+	// ModeAnnotated lets fleetfit run beside OCM's placement controller: it schedules only
+	// Placements that carry both the disable annotation (so OCM leaves them alone) and the
+	// fleetfit.io/scheduler label.
+	ModeAnnotated Mode = "annotated"
+
+	// SchedulerLabel marks a Placement that fleetfit schedules even though OCM's scheduling is
+	// disabled on it.
+	SchedulerLabel = "fleetfit.io/scheduler"
+)
+
+// Options configure the controller.
+type Options struct {
+	Mode    Mode
+	Workers int
+	Clock   clock.Clock
+	Metrics *Metrics
+}
+
+// Controller schedules Placements.
+type Controller struct {
+	client    clusterclient.Interface
+	recorder  events.EventRecorder
+	cache     *cache.Cache
+	scheduler *scheduler.Scheduler
+	opts      Options
+
+	placements clusterlisterv1beta1.PlacementLister
+	decisions  clusterlisterv1beta1.PlacementDecisionLister
+	sets       clusterlisterv1beta2.ManagedClusterSetLister
+	bindings   clusterlisterv1beta2.ManagedClusterSetBindingLister
+	intents    fleetfitlisters.HPAIntentLister
+
+	queue  workqueue.TypedRateLimitingInterface[string]
+	synced []toolscache.InformerSynced
+
+	// scoreWrites remembers when a placement's decisions were last rewritten only for scores,
+	// for scoreRateLimit.
+	scoreWrites sync.Map
+}
+
+// New wires the controller to the informers. Call Run after starting the factories.
+func New(client clusterclient.Interface, recorder events.EventRecorder, ocm clusterinformers.SharedInformerFactory,
+	fleetfit fleetfitinformers.SharedInformerFactory, sched *scheduler.Scheduler, c *cache.Cache, opts Options) (*Controller, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Mode == "" {
+		opts.Mode = ModeAll
+	}
+	if opts.Mode != ModeAll && opts.Mode != ModeAnnotated {
+		return nil, fmt.Errorf("placements mode must be %q or %q, not %q", ModeAll, ModeAnnotated, opts.Mode)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	pi := ocm.Cluster().V1beta1().Placements()
+	di := ocm.Cluster().V1beta1().PlacementDecisions()
+	ci := ocm.Cluster().V1().ManagedClusters()
+	si := ocm.Cluster().V1beta2().ManagedClusterSets()
+	bi := ocm.Cluster().V1beta2().ManagedClusterSetBindings()
+	ai := ocm.Cluster().V1alpha1().AddOnPlacementScores()
+	ii := fleetfit.Fleetfit().V1alpha1().ClusterInventories()
+	hi := fleetfit.Fleetfit().V1alpha1().HPAIntents()
+	ctrl := &Controller{
+		client: client, recorder: recorder, cache: c, scheduler: sched, opts: opts,
+		placements: pi.Lister(), decisions: di.Lister(), sets: si.Lister(), bindings: bi.Lister(), intents: hi.Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placements"}),
+	}
+	handlers := []struct {
+		informer toolscache.SharedIndexInformer
+		handler  toolscache.ResourceEventHandler
+	}{
+		{pi.Informer(), ctrl.placementHandler()},
+		{di.Informer(), ctrl.decisionHandler()},
+		{ci.Informer(), ctrl.clusterHandler()},
+		{si.Informer(), ctrl.setHandler()},
+		{bi.Informer(), ctrl.bindingHandler()},
+		{ai.Informer(), ctrl.scoreHandler()},
+		{ii.Informer(), ctrl.inventoryHandler()},
+		{hi.Informer(), ctrl.intentHandler()},
+	}
+	for _, h := range handlers {
+		reg, err := h.informer.AddEventHandler(h.handler)
+		if err != nil {
+			return nil, err
+		}
+		ctrl.synced = append(ctrl.synced, reg.HasSynced)
+	}
+	return ctrl, nil
+}
+
+// Run processes placements with the configured number of workers until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName("placement")
+	ctx = klog.NewContext(ctx, logger)
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	// Everything is scheduled once at start: informers' add events ran before the handlers
+	// were synced, and this is the same as OCM's start-up resync.
+	placements, _ := c.placements.List(labels.Everything())
+	for _, p := range placements {
+		c.enqueue(p)
+	}
+	logger.Info("Placement controller started", "mode", c.opts.Mode, "workers", c.opts.Workers, "placements", len(placements))
+	var wg sync.WaitGroup
+	for range c.opts.Workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	utilruntime.HandleErrorWithContext(ctx, err, "Scheduling placement failed", "placement", key)
+	c.queue.AddRateLimited(key)
+	return true
+}
+
+// Handles reports whether fleetfit schedules the placement in this mode.
+func (c *Controller) Handles(p *clusterv1beta1.Placement) bool {
+	return Handles(c.opts.Mode, p)
+}
+
+// Handles reports whether fleetfit schedules the placement in the given mode.
+func Handles(mode Mode, p *clusterv1beta1.Placement) bool {
+	disabled := p.Annotations[clusterv1beta1.PlacementDisableAnnotation] == "true"
+	_, labelled := p.Labels[SchedulerLabel]
+	if disabled {
+		return labelled
+	}
+	return mode == ModeAll
+}
+
+func (c *Controller) enqueue(p *clusterv1beta1.Placement) {
+	if c.Handles(p) {
+		c.queue.Add(p.Namespace + "/" + p.Name)
+	}
+}
+
+func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*clusterv1beta1.Placement); ok {
+				c.enqueue(p)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*clusterv1beta1.Placement)
+			p, ok2 := newObj.(*clusterv1beta1.Placement)
+			if !ok1 || !ok2 {
+				return
+			}
+			// Our own status writes come back as updates; only spec and metadata matter.
+			if old.Generation == p.Generation && equality.Semantic.DeepEqual(old.Labels, p.Labels) &&
+				equality.Semantic.DeepEqual(old.Annotations, p.Annotations) && old.DeletionTimestamp.Equal(p.DeletionTimestamp) {
+				return
+			}
+			c.enqueue(p)
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*clusterv1beta1.Placement); ok {
+				c.scoreWrites.Delete(p.Namespace + "/" + p.Name)
+			}
+		},
+	}
+}
+
+func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
+	owner := func(d *clusterv1beta1.PlacementDecision) {
+		name := d.Labels[clusterv1beta1.PlacementLabel]
+		if name == "" {
+			return
+		}
+		if p, err := c.placements.Placements(d.Namespace).Get(name); err == nil {
+			c.enqueue(p)
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if d, ok := obj.(*clusterv1beta1.PlacementDecision); ok {
+				c.cache.UpsertDecision(d)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*clusterv1beta1.PlacementDecision)
+			d, ok2 := newObj.(*clusterv1beta1.PlacementDecision)
+			if !ok1 || !ok2 {
+				return
+			}
+			c.cache.UpsertDecision(d)
+			// Someone else changed a decision we own: schedule again to repair it. Our own
+			// writes match what the next cycle computes and end there.
+			if !equality.Semantic.DeepEqual(old.Status, d.Status) || !equality.Semantic.DeepEqual(old.Labels, d.Labels) {
+				owner(d)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if d, ok := obj.(*clusterv1beta1.PlacementDecision); ok {
+				c.cache.DeleteDecision(d.Namespace, d.Name)
+				owner(d)
+			}
+		},
+	}
+}
+
+// schedulingRelevant reports whether a cluster change can change any scheduling result.
+// Heartbeat-only changes (conditions, lease-driven updates) are ignored.
+func schedulingRelevant(old, cur *clusterv1.ManagedCluster) bool {
+	return !equality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
+		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
+		!equality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
+		!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
+		!equality.Semantic.DeepEqual(old.Status.ClusterClaims, cur.Status.ClusterClaims) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, cur.Status.Allocatable) ||
+		!equality.Semantic.DeepEqual(old.Status.Capacity, cur.Status.Capacity) ||
+		!equality.Semantic.DeepEqual(old.Status.Version, cur.Status.Version)
+}
+
+func (c *Controller) clusterHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cl, ok := obj.(*clusterv1.ManagedCluster); ok {
+				c.cache.UpsertCluster(cl)
+				c.enqueueForClusters(cl.Name, mayMatchCluster(cl), cl)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*clusterv1.ManagedCluster)
+			cl, ok2 := newObj.(*clusterv1.ManagedCluster)
+			if !ok1 || !ok2 {
+				return
+			}
+			c.cache.UpsertCluster(cl)
+			if schedulingRelevant(old, cl) {
+				c.enqueueForClusters(cl.Name, func(p *clusterv1beta1.Placement) bool {
+					return mayMatchCluster(old)(p) || mayMatchCluster(cl)(p)
+				}, old, cl)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if cl, ok := obj.(*clusterv1.ManagedCluster); ok {
+				c.cache.DeleteCluster(cl.Name)
+				c.enqueueForClusters(cl.Name, mayMatchCluster(cl), cl)
+			}
+		},
+	}
+}
+
+func (c *Controller) setHandler() toolscache.ResourceEventHandler {
+	onSet := func(name string) {
+		bindings, _ := c.bindings.List(labels.Everything())
+		for _, b := range bindings {
+			if b.Name == name {
+				c.enqueueNamespace(b.Namespace, func(p *clusterv1beta1.Placement) bool {
+					return len(p.Spec.ClusterSets) == 0 || sets.New(p.Spec.ClusterSets...).Has(name)
+				})
+			}
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if s, ok := obj.(*clusterv1beta2.ManagedClusterSet); ok {
+				c.cache.UpsertSet(s)
+				onSet(s.Name)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*clusterv1beta2.ManagedClusterSet)
+			s, ok2 := newObj.(*clusterv1beta2.ManagedClusterSet)
+			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Spec, s.Spec) {
+				c.cache.UpsertSet(s)
+				onSet(s.Name)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if s, ok := obj.(*clusterv1beta2.ManagedClusterSet); ok {
+				c.cache.DeleteSet(s.Name)
+				onSet(s.Name)
+			}
+		},
+	}
+}
+
+func (c *Controller) bindingHandler() toolscache.ResourceEventHandler {
+	all := func(*clusterv1beta1.Placement) bool { return true }
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if b, ok := obj.(*clusterv1beta2.ManagedClusterSetBinding); ok {
+				c.cache.UpsertBinding(b)
+				c.enqueueNamespace(b.Namespace, all)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if b, ok := obj.(*clusterv1beta2.ManagedClusterSetBinding); ok {
+				c.cache.DeleteBinding(b.Namespace, b.Name)
+				c.enqueueNamespace(b.Namespace, all)
+			}
+		},
+	}
+}
+
+func (c *Controller) scoreHandler() toolscache.ResourceEventHandler {
+	upsert := func(s *clusterv1alpha1.AddOnPlacementScore) {
+		c.cache.UpsertScore(s)
+		c.enqueueForClusters(s.Namespace, usesScore(s.Name))
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if s, ok := obj.(*clusterv1alpha1.AddOnPlacementScore); ok {
+				upsert(s)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*clusterv1alpha1.AddOnPlacementScore)
+			s, ok2 := newObj.(*clusterv1alpha1.AddOnPlacementScore)
+			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, s.Status) {
+				upsert(s)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if s, ok := obj.(*clusterv1alpha1.AddOnPlacementScore); ok {
+				c.cache.DeleteScore(s.Namespace, s.Name)
+				c.enqueueForClusters(s.Namespace, usesScore(s.Name))
+			}
+		},
+	}
+}
+
+func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if inv, ok := obj.(*fleetfitv1alpha1.ClusterInventory); ok {
+				c.cache.UpsertInventory(inv)
+				c.enqueueForClusters(inv.Namespace, c.usesInventory)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*fleetfitv1alpha1.ClusterInventory)
+			inv, ok2 := newObj.(*fleetfitv1alpha1.ClusterInventory)
+			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, inv.Status) {
+				c.cache.UpsertInventory(inv)
+				c.enqueueForClusters(inv.Namespace, c.usesInventory)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if inv, ok := obj.(*fleetfitv1alpha1.ClusterInventory); ok {
+				c.cache.DeleteInventory(inv.Namespace)
+				c.enqueueForClusters(inv.Namespace, c.usesInventory)
+			}
+		},
+	}
+}
+
+func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
+	onIntent := func(obj any) {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		in, ok := obj.(*fleetfitv1alpha1.HPAIntent)
+		if !ok {
+			return
+		}
+		if p, err := c.placements.Placements(in.Namespace).Get(in.Spec.PlacementRef.Name); err == nil {
+			c.enqueue(p)
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: onIntent,
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*fleetfitv1alpha1.HPAIntent)
+			in, ok2 := newObj.(*fleetfitv1alpha1.HPAIntent)
+			if ok1 && ok2 && old.Generation != in.Generation {
+				onIntent(in)
+			}
+		},
+		DeleteFunc: onIntent,
+	}
+}

@@ -1,0 +1,202 @@
+package placement
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/klog/v2"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+)
+
+// DebugPath is OCM's debugger path: GET DebugPath+"<namespace>/<name>" explains a placement,
+// POST DebugPath schedules a posted one without writing anything.
+const DebugPath = "/debug/placements/"
+
+// DebugResult is what the debug endpoints return: the explanation, and for a dry run the
+// PlacementDecisions that would be written.
+type DebugResult struct {
+	scheduler.Explanation `json:",inline"`
+	PlacementDecisions    []clusterv1beta1.PlacementDecision `json:"placementDecisions,omitempty"`
+}
+
+// DebugHandler serves explain and dry-run. Every request is authorised with a
+// SubjectAccessReview for the user the authentication filter put in the request context:
+// explaining needs "get" on the placement, a dry run "create" on placements in its namespace.
+func (c *Controller) DebugHandler(authz authorizer.Authorizer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logger := klog.FromContext(r.Context())
+		var p *clusterv1beta1.Placement
+		var intents []*fleetfitv1alpha1.HPAIntent
+		verb := "get"
+		switch r.Method {
+		case http.MethodGet:
+			ns, name, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, DebugPath), "/")
+			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+				writeJSON(w, http.StatusBadRequest, DebugResult{Explanation: scheduler.Explanation{Error: "expected " + DebugPath + "<namespace>/<name>"}})
+				return
+			}
+			if !c.allowed(w, r, authz, verb, ns, name) {
+				return
+			}
+			var err error
+			p, err = c.placements.Placements(ns).Get(name)
+			if apierrors.IsNotFound(err) {
+				writeJSON(w, http.StatusNotFound, DebugResult{Explanation: scheduler.Explanation{Placement: ns + "/" + name, Error: err.Error()}})
+				return
+			}
+			if err != nil {
+				writeJSON(w, http.StatusInternalServerError, DebugResult{Explanation: scheduler.Explanation{Error: err.Error()}})
+				return
+			}
+			intents = c.intentsFor(p)
+		case http.MethodPost:
+			verb = "create"
+			var err error
+			p, intents, err = decodeDryRun(r.Body)
+			if err != nil {
+				writeJSON(w, http.StatusBadRequest, DebugResult{Explanation: scheduler.Explanation{Error: err.Error()}})
+				return
+			}
+			if !c.allowed(w, r, authz, verb, p.Namespace, "") {
+				return
+			}
+		default:
+			w.Header().Set("Allow", "GET, POST")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		res := c.dryRun(r, p, intents)
+		logger.V(4).Info("Served placement debug request", "placement", klog.KObj(p), "verb", verb)
+		writeJSON(w, http.StatusOK, res)
+	})
+}
+
+func (c *Controller) allowed(w http.ResponseWriter, r *http.Request, authz authorizer.Authorizer, verb, ns, name string) bool {
+	u, ok := request.UserFrom(r.Context())
+	if !ok {
+		http.Error(w, "unauthenticated", http.StatusUnauthorized)
+		return false
+	}
+	decision, reason, err := authz.Authorize(r.Context(), authorizer.AttributesRecord{
+		User: u, Verb: verb, Namespace: ns, Name: name, ResourceRequest: true,
+		APIGroup: clusterv1beta1.GroupName, APIVersion: "v1beta1", Resource: "placements",
+	})
+	if err != nil || decision != authorizer.DecisionAllow {
+		msg := fmt.Sprintf("user %q cannot %s placements in namespace %q", u.GetName(), verb, ns)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		writeJSON(w, http.StatusForbidden, DebugResult{Explanation: scheduler.Explanation{Error: msg}})
+		return false
+	}
+	return true
+}
+
+// dryRun schedules p against the current snapshot with explain on, and lays out the decisions
+// as they would be written (keeping the existing objects' slots when the placement exists).
+func (c *Controller) dryRun(r *http.Request, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent) DebugResult {
+	snap := c.cache.Snapshot()
+	key := p.Namespace + "/" + p.Name
+	req := &framework.Request{Placement: p, Intents: intents, Decided: snap.BitsetOf(snap.DecidedNames(key)), Now: c.opts.Clock.Now()}
+	res := c.scheduler.Schedule(r.Context(), snap, req, scheduler.Options{Explain: true})
+	out := DebugResult{Explanation: *scheduler.Explain(key, res)}
+	if res.Failed() {
+		return out
+	}
+	groups, st := groupDecisions(p, snap, res.Decisions())
+	if st.IsFailure() {
+		out.Error = st.String()
+		return out
+	}
+	existing := map[string][]string{}
+	if old, err := c.existingDecisions(p); err == nil {
+		for n, d := range old {
+			existing[n] = decisionClusterNames(d.Status.Decisions)
+		}
+	}
+	for _, d := range layoutDecisions(p.Name, p.Spec.SortBy, groups, existing) {
+		pd := clusterv1beta1.PlacementDecision{}
+		pd.APIVersion, pd.Kind = clusterv1beta1.SchemeGroupVersion.String(), "PlacementDecision"
+		pd.Name, pd.Namespace = d.name, p.Namespace
+		pd.Labels = map[string]string{
+			clusterv1beta1.PlacementLabel:          p.Name,
+			clusterv1beta1.DecisionGroupNameLabel:  d.groupName,
+			clusterv1beta1.DecisionGroupIndexLabel: fmt.Sprint(d.groupIndex),
+		}
+		pd.Status.Decisions = d.decisions
+		out.PlacementDecisions = append(out.PlacementDecisions, pd)
+	}
+	return out
+}
+
+// decodeDryRun reads a Placement, or a List (JSON or YAML) holding one Placement and any
+// number of HPAIntents.
+func decodeDryRun(body io.Reader) (*clusterv1beta1.Placement, []*fleetfitv1alpha1.HPAIntent, error) {
+	data, err := io.ReadAll(io.LimitReader(body, 4<<20))
+	if err != nil {
+		return nil, nil, err
+	}
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+		return nil, nil, fmt.Errorf("decoding the request body: %w", err)
+	}
+	items := []unstructured.Unstructured{*obj}
+	if obj.IsList() {
+		list, err := obj.ToList()
+		if err != nil {
+			return nil, nil, fmt.Errorf("decoding the list: %w", err)
+		}
+		items = list.Items
+	}
+	var p *clusterv1beta1.Placement
+	var intents []*fleetfitv1alpha1.HPAIntent
+	for _, it := range items {
+		switch it.GetKind() {
+		case "Placement":
+			if p != nil {
+				return nil, nil, fmt.Errorf("the request holds more than one Placement")
+			}
+			p = &clusterv1beta1.Placement{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object, p); err != nil {
+				return nil, nil, fmt.Errorf("decoding Placement: %w", err)
+			}
+		case "HPAIntent":
+			in := &fleetfitv1alpha1.HPAIntent{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object, in); err != nil {
+				return nil, nil, fmt.Errorf("decoding HPAIntent: %w", err)
+			}
+			intents = append(intents, in)
+		default:
+			return nil, nil, fmt.Errorf("unexpected kind %q: post a Placement, or a List of one Placement and its HPAIntents", it.GetKind())
+		}
+	}
+	if p == nil {
+		return nil, nil, fmt.Errorf("the request holds no Placement")
+	}
+	if p.Namespace == "" {
+		return nil, nil, fmt.Errorf("the Placement needs metadata.namespace: the namespace decides which cluster sets are bound")
+	}
+	if p.Name == "" {
+		p.Name = "dry-run"
+	}
+	return p, intents, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

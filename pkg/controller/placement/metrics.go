@@ -1,0 +1,61 @@
+package placement
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fleetfit/fleetfit/pkg/scheduler"
+)
+
+// Metrics are the placement controller's Prometheus metrics.
+type Metrics struct {
+	cycleDuration  prometheus.Histogram
+	bindDuration   prometheus.Histogram
+	pluginDuration *prometheus.HistogramVec
+	cycles         *prometheus.CounterVec
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	buckets := prometheus.ExponentialBuckets(0.0001, 2, 16)
+	m := &Metrics{
+		cycleDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "fleetfit", Subsystem: "scheduler", Name: "cycle_duration_seconds",
+			Help: "Duration of one scheduling cycle (snapshot, filters, prioritizers, selection).", Buckets: buckets,
+		}),
+		bindDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "fleetfit", Subsystem: "scheduler", Name: "bind_duration_seconds",
+			Help: "Duration of writing a placement's decisions.", Buckets: buckets,
+		}),
+		pluginDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "fleetfit", Subsystem: "scheduler", Name: "plugin_duration_seconds",
+			Help: "Duration of one plugin in one cycle.", Buckets: buckets,
+		}, []string{"extension_point", "plugin"}),
+		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "fleetfit", Subsystem: "scheduler", Name: "cycles_total",
+			Help: "Scheduling cycles by result (scheduled, misconfigured, error).",
+		}, []string{"result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.cycleDuration, m.bindDuration, m.pluginDuration, m.cycles)
+	}
+	return m
+}
+
+// ObservePlugin implements scheduler.Observer.
+func (m *Metrics) ObservePlugin(extensionPoint, plugin string, d time.Duration) {
+	m.pluginDuration.WithLabelValues(extensionPoint, plugin).Observe(d.Seconds())
+}
+
+func (m *Metrics) observeCycle(res *scheduler.Result, d time.Duration) {
+	m.cycleDuration.Observe(d.Seconds())
+	result := "scheduled"
+	if res.Failed() {
+		result = "misconfigured"
+		if res.Status.Code().String() == "Error" {
+			result = "error"
+		}
+	}
+	m.cycles.WithLabelValues(result).Inc()
+}

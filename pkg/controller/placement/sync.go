@@ -1,0 +1,304 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+)
+
+// defaultScoreRateLimit applies when a Placement's scoreRateLimit is empty (the CRD defaults
+// it to the same value).
+const defaultScoreRateLimit = time.Minute
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key we produce; nothing to retry
+	}
+	p, err := c.placements.Placements(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.scoreWrites.Delete(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !p.DeletionTimestamp.IsZero() || !c.Handles(p) {
+		return nil
+	}
+	logger := klog.FromContext(ctx).WithValues("placement", klog.KObj(p))
+	ctx = klog.NewContext(ctx, logger)
+
+	start := time.Now()
+	snap := c.cache.Snapshot()
+	req := &framework.Request{
+		Placement: p,
+		Intents:   c.intentsFor(p),
+		Decided:   snap.BitsetOf(snap.DecidedNames(key)),
+		Now:       c.opts.Clock.Now(),
+	}
+	res := c.scheduler.Schedule(ctx, snap, req, scheduler.Options{})
+	c.opts.Metrics.observeCycle(res, time.Since(start))
+
+	if res.Failed() {
+		return c.keepDecisions(ctx, p, res.Status)
+	}
+	groups, st := groupDecisions(p, snap, res.Decisions())
+	if st.IsFailure() {
+		return c.keepDecisions(ctx, p, st)
+	}
+
+	existing, err := c.existingDecisions(p)
+	if err != nil {
+		return err
+	}
+	existingNames := map[string][]string{}
+	for n, d := range existing {
+		existingNames[n] = decisionClusterNames(d.Status.Decisions)
+	}
+	desired := layoutDecisions(p.Name, p.Spec.SortBy, groups, existingNames)
+	requeue := res.RequeueAfter
+	if wait := c.limitScoreWrites(key, p, desired, existing); wait > 0 && (requeue == 0 || wait < requeue) {
+		requeue = wait
+	}
+
+	bindStart := time.Now()
+	if err := c.bind(ctx, p, desired, existing, existingNames); err != nil {
+		return err
+	}
+	c.opts.Metrics.bindDuration.Observe(time.Since(bindStart).Seconds())
+
+	if err := c.updateStatus(ctx, p, statusFor(p, res, desired)); err != nil {
+		return err
+	}
+	if res.Status.Code() == framework.Warning {
+		c.recorder.Eventf(p, nil, corev1.EventTypeWarning, "SchedulingWarning", "Schedule", "%s: %s", res.Status.Plugin(), res.Status.Message())
+	}
+	if requeue > 0 {
+		logger.V(4).Info("Requeue placement", "after", requeue)
+		c.queue.AddAfter(key, requeue)
+	}
+	return nil
+}
+
+// keepDecisions handles a cycle that could not finish. Unlike OCM, the existing decisions are
+// left exactly as they are: a typo in a Placement or a transient plugin error must not
+// undeploy workloads. A misconfiguration becomes a condition and an event and is not retried
+// (the Placement's next change triggers a new cycle); an error is retried with backoff.
+func (c *Controller) keepDecisions(ctx context.Context, p *clusterv1beta1.Placement, st *framework.Status) error {
+	status := p.Status.DeepCopy()
+	if st.Code() == framework.Misconfigured {
+		meta.SetStatusCondition(&status.Conditions, misconfiguredCondition(st))
+		c.recorder.Eventf(p, nil, corev1.EventTypeWarning, "Misconfigured", "Schedule", "%s (existing decisions are kept)", conditionMessage(st))
+		return c.updateStatus(ctx, p, *status)
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type:    clusterv1beta1.PlacementConditionSatisfied,
+		Status:  metav1.ConditionFalse,
+		Reason:  "NotAllDecisionsScheduled",
+		Message: conditionMessage(st) + " (existing decisions are kept)",
+	})
+	if err := c.updateStatus(ctx, p, *status); err != nil {
+		return errors.Join(st.AsError(), err)
+	}
+	return st.AsError()
+}
+
+func conditionMessage(st *framework.Status) string {
+	return fmt.Sprintf("%s:%s", st.Plugin(), st.Message())
+}
+
+func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1.HPAIntent {
+	all, _ := c.intents.HPAIntents(p.Namespace).List(labels.Everything())
+	var out []*fleetfitv1alpha1.HPAIntent
+	for _, in := range all {
+		if in.Spec.PlacementRef.Name == p.Name && in.DeletionTimestamp.IsZero() {
+			out = append(out, in)
+		}
+	}
+	slices.SortFunc(out, func(a, b *fleetfitv1alpha1.HPAIntent) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (c *Controller) existingDecisions(p *clusterv1beta1.Placement) (map[string]*clusterv1beta1.PlacementDecision, error) {
+	sel := labels.SelectorFromSet(labels.Set{clusterv1beta1.PlacementLabel: p.Name})
+	list, err := c.decisions.PlacementDecisions(p.Namespace).List(sel)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*clusterv1beta1.PlacementDecision, len(list))
+	for _, d := range list {
+		if metav1.IsControlledBy(d, p) {
+			out[d.Name] = d
+		}
+	}
+	return out, nil
+}
+
+// limitScoreWrites applies scoreRateLimit: when the clusters of every decision object are
+// unchanged and only scores moved, the recorded scores are kept until the limit has passed
+// since the last score-only write. It returns how long until scores may be written.
+func (c *Controller) limitScoreWrites(key string, p *clusterv1beta1.Placement, desired []desiredDecision, existing map[string]*clusterv1beta1.PlacementDecision) time.Duration {
+	limit := defaultScoreRateLimit
+	if p.Spec.ScoreRateLimit != "" {
+		if d, err := time.ParseDuration(p.Spec.ScoreRateLimit); err == nil {
+			limit = d
+		}
+	}
+	onlyScores := false
+	for k := range desired {
+		old, ok := existing[desired[k].name]
+		if !ok || !slices.Equal(decisionClusterNames(old.Status.Decisions), decisionClusterNames(desired[k].decisions)) {
+			return 0
+		}
+		if !equality.Semantic.DeepEqual(old.Status.Decisions, desired[k].decisions) {
+			onlyScores = true
+		}
+	}
+	if !onlyScores {
+		return 0
+	}
+	now := c.opts.Clock.Now()
+	if last, ok := c.scoreWrites.Load(key); ok {
+		if wait := last.(time.Time).Add(limit).Sub(now); wait > 0 {
+			for k := range desired {
+				desired[k].decisions = existing[desired[k].name].Status.Decisions
+			}
+			return wait
+		}
+	}
+	c.scoreWrites.Store(key, now)
+	return 0
+}
+
+// bind writes the decision objects: interim lists first for clusters that move between
+// objects, then every final list, then deletes the objects no longer needed. Nothing is
+// written when an object already holds what it should.
+func (c *Controller) bind(ctx context.Context, p *clusterv1beta1.Placement, desired []desiredDecision,
+	existing map[string]*clusterv1beta1.PlacementDecision, existingNames map[string][]string) error {
+	for name, interim := range interimDecisions(desired, existingNames) {
+		if old, ok := existing[name]; ok {
+			updated, err := c.writeDecisionStatus(ctx, old, interim)
+			if err != nil {
+				return err
+			}
+			existing[name] = updated
+		}
+	}
+	keep := sets.New[string]()
+	var errs []error
+	for _, d := range desired {
+		keep.Insert(d.name)
+		if err := c.writeDecision(ctx, p, d, existing[d.name]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		// Do not delete anything while some final list is not written: a cluster may be on
+		// its way into an object that failed.
+		return errors.Join(errs...)
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range existing {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		if keep.Has(name) {
+			continue
+		}
+		err := c.client.ClusterV1beta1().PlacementDecisions(p.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		c.recorder.Eventf(p, existing[name], corev1.EventTypeNormal, "DecisionDelete", "DecisionDeleted",
+			"Decision %s is deleted with placement %s in namespace %s", name, p.Name, p.Namespace)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placement, d desiredDecision, old *clusterv1beta1.PlacementDecision) error {
+	labels := map[string]string{
+		clusterv1beta1.PlacementLabel:          p.Name,
+		clusterv1beta1.DecisionGroupNameLabel:  d.groupName,
+		clusterv1beta1.DecisionGroupIndexLabel: fmt.Sprint(d.groupIndex),
+	}
+	client := c.client.ClusterV1beta1().PlacementDecisions(p.Namespace)
+	if old == nil {
+		created, err := client.Create(ctx, &clusterv1beta1.PlacementDecision{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: d.name, Namespace: p.Namespace, Labels: labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, clusterv1beta1.SchemeGroupVersion.WithKind("Placement"))},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating PlacementDecision %s: %w", d.name, err)
+		}
+		c.recorder.Eventf(p, created, corev1.EventTypeNormal, "DecisionCreate", "DecisionCreated",
+			"Decision %s is created with placement %s in namespace %s", d.name, p.Name, p.Namespace)
+		old = created
+	}
+	if !equality.Semantic.DeepEqual(old.Labels, labels) {
+		upd := old.DeepCopy()
+		upd.Labels = labels
+		var err error
+		if old, err = client.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating labels of PlacementDecision %s: %w", d.name, err)
+		}
+	}
+	if equality.Semantic.DeepEqual(old.Status.Decisions, d.decisions) && old.Status.Decisions != nil {
+		return nil
+	}
+	if _, err := c.writeDecisionStatus(ctx, old, d.decisions); err != nil {
+		return err
+	}
+	c.recorder.Eventf(p, old, corev1.EventTypeNormal, "DecisionUpdate", "DecisionUpdated",
+		"Decision %s is updated with placement %s in namespace %s", d.name, p.Name, p.Namespace)
+	return nil
+}
+
+func (c *Controller) writeDecisionStatus(ctx context.Context, old *clusterv1beta1.PlacementDecision, decisions []clusterv1beta1.ClusterDecision) (*clusterv1beta1.PlacementDecision, error) {
+	upd := old.DeepCopy()
+	upd.Status.Decisions = decisions
+	if upd.Status.Decisions == nil {
+		upd.Status.Decisions = []clusterv1beta1.ClusterDecision{}
+	}
+	out, err := c.client.ClusterV1beta1().PlacementDecisions(old.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating PlacementDecision %s: %w", old.Name, err)
+	}
+	return out, nil
+}
+
+func (c *Controller) updateStatus(ctx context.Context, p *clusterv1beta1.Placement, status clusterv1beta1.PlacementStatus) error {
+	if equality.Semantic.DeepEqual(p.Status, status) {
+		return nil
+	}
+	upd := p.DeepCopy()
+	upd.Status = status
+	_, err := c.client.ClusterV1beta1().Placements(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("updating status of placement %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}

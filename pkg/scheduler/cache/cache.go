@@ -1,0 +1,320 @@
+// Package cache keeps the hub's view of the fleet up to date from informer events and hands
+// out immutable snapshots to scheduling cycles. A snapshot is rebuilt only when something
+// changed since the last one, and rebuilding shares every unchanged ClusterInfo: no cycle ever
+// deep-copies the fleet.
+package cache
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+)
+
+// Cache is safe for concurrent use.
+type Cache struct {
+	mu sync.Mutex
+
+	clusters    map[string]*clusterv1.ManagedCluster
+	scores      map[string]map[string]*clusterv1alpha1.AddOnPlacementScore
+	inventories map[string]*fleetfitv1alpha1.ClusterInventory
+	infos       map[string]*framework.ClusterInfo // built lazily; deleted when stale
+	sorted      []string                          // cluster names in order; nil when membership changed
+
+	sets     map[string]*clusterv1beta2.ManagedClusterSet
+	bindings map[string]map[string]struct{}
+
+	decisions map[string]decisionEntry // "namespace/decisionName" -> entry
+	decided   map[string][]string      // placement key -> clusters; nil entry = rebuild
+	byKey     map[string]map[string]struct{}
+	// clusterIndex counts, per cluster and placement key, the decision objects holding it.
+	clusterIndex map[string]map[string]int
+
+	snap *framework.Snapshot
+}
+
+type decisionEntry struct {
+	placementKey string
+	clusters     []string
+}
+
+// New returns an empty cache.
+func New() *Cache {
+	return &Cache{
+		clusters:     map[string]*clusterv1.ManagedCluster{},
+		scores:       map[string]map[string]*clusterv1alpha1.AddOnPlacementScore{},
+		inventories:  map[string]*fleetfitv1alpha1.ClusterInventory{},
+		infos:        map[string]*framework.ClusterInfo{},
+		sets:         map[string]*clusterv1beta2.ManagedClusterSet{},
+		bindings:     map[string]map[string]struct{}{},
+		decisions:    map[string]decisionEntry{},
+		decided:      map[string][]string{},
+		byKey:        map[string]map[string]struct{}{},
+		clusterIndex: map[string]map[string]int{},
+	}
+}
+
+func (c *Cache) changed() { c.snap = nil }
+
+// Snapshot returns the current snapshot, rebuilding it if anything changed.
+func (c *Cache) Snapshot() *framework.Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != nil {
+		return c.snap
+	}
+	if c.sorted == nil {
+		c.sorted = slices.Sorted(maps.Keys(c.clusters))
+	}
+	in := framework.SnapshotInput{
+		Clusters: make([]*framework.ClusterInfo, 0, len(c.sorted)),
+		Sets:     make([]*clusterv1beta2.ManagedClusterSet, 0, len(c.sets)),
+		Bindings: make(map[string][]string, len(c.bindings)),
+		Decided:  make(map[string][]string, len(c.byKey)),
+	}
+	for _, name := range c.sorted {
+		info := c.infos[name]
+		if info == nil {
+			info = framework.NewClusterInfo(c.clusters[name], c.scores[name], c.inventories[name])
+			c.infos[name] = info
+		}
+		in.Clusters = append(in.Clusters, info)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.sets)) {
+		in.Sets = append(in.Sets, c.sets[name])
+	}
+	for ns, names := range c.bindings {
+		in.Bindings[ns] = slices.Sorted(maps.Keys(names))
+	}
+	for key, decisionNames := range c.byKey {
+		clusters, ok := c.decided[key]
+		if !ok {
+			seen := map[string]struct{}{}
+			for d := range decisionNames {
+				for _, cl := range c.decisions[d].clusters {
+					seen[cl] = struct{}{}
+				}
+			}
+			clusters = slices.Sorted(maps.Keys(seen))
+			c.decided[key] = clusters
+		}
+		in.Decided[key] = clusters
+	}
+	c.snap = framework.NewSnapshot(in)
+	return c.snap
+}
+
+// Cluster returns the cached cluster.
+func (c *Cache) Cluster(name string) (*clusterv1.ManagedCluster, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.clusters[name]
+	return cl, ok
+}
+
+// UpsertCluster records a cluster.
+func (c *Cache) UpsertCluster(cl *clusterv1.ManagedCluster) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.clusters[cl.Name]; !ok {
+		c.sorted = nil
+	}
+	c.clusters[cl.Name] = cl
+	delete(c.infos, cl.Name)
+	c.changed()
+}
+
+// DeleteCluster forgets a cluster.
+func (c *Cache) DeleteCluster(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.clusters[name]; !ok {
+		return
+	}
+	delete(c.clusters, name)
+	delete(c.infos, name)
+	c.sorted = nil
+	c.changed()
+}
+
+// UpsertScore records an AddOnPlacementScore (namespace = cluster name).
+func (c *Cache) UpsertScore(s *clusterv1alpha1.AddOnPlacementScore) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Copy-on-write: snapshots in use hold the previous map through their ClusterInfo.
+	next := maps.Clone(c.scores[s.Namespace])
+	if next == nil {
+		next = map[string]*clusterv1alpha1.AddOnPlacementScore{}
+	}
+	next[s.Name] = s
+	c.scores[s.Namespace] = next
+	c.clusterInputChanged(s.Namespace)
+}
+
+// DeleteScore forgets an AddOnPlacementScore.
+func (c *Cache) DeleteScore(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.scores[namespace][name]; !ok {
+		return
+	}
+	next := maps.Clone(c.scores[namespace])
+	delete(next, name)
+	c.scores[namespace] = next
+	c.clusterInputChanged(namespace)
+}
+
+// UpsertInventory records a ClusterInventory (namespace = cluster name).
+func (c *Cache) UpsertInventory(inv *fleetfitv1alpha1.ClusterInventory) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inventories[inv.Namespace] = inv
+	c.clusterInputChanged(inv.Namespace)
+}
+
+// DeleteInventory forgets a ClusterInventory.
+func (c *Cache) DeleteInventory(namespace string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.inventories, namespace)
+	c.clusterInputChanged(namespace)
+}
+
+func (c *Cache) clusterInputChanged(cluster string) {
+	if _, ok := c.clusters[cluster]; ok {
+		delete(c.infos, cluster)
+		c.changed()
+	}
+}
+
+// UpsertSet records a ManagedClusterSet.
+func (c *Cache) UpsertSet(s *clusterv1beta2.ManagedClusterSet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sets[s.Name] = s
+	c.changed()
+}
+
+// DeleteSet forgets a ManagedClusterSet.
+func (c *Cache) DeleteSet(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sets, name)
+	c.changed()
+}
+
+// UpsertBinding records a ManagedClusterSetBinding.
+func (c *Cache) UpsertBinding(b *clusterv1beta2.ManagedClusterSetBinding) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bindings[b.Namespace] == nil {
+		c.bindings[b.Namespace] = map[string]struct{}{}
+	}
+	if _, ok := c.bindings[b.Namespace][b.Name]; ok {
+		return
+	}
+	c.bindings[b.Namespace][b.Name] = struct{}{}
+	c.changed()
+}
+
+// DeleteBinding forgets a ManagedClusterSetBinding.
+func (c *Cache) DeleteBinding(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.bindings[namespace][name]; !ok {
+		return
+	}
+	delete(c.bindings[namespace], name)
+	if len(c.bindings[namespace]) == 0 {
+		delete(c.bindings, namespace)
+	}
+	c.changed()
+}
+
+// UpsertDecision records the clusters of a PlacementDecision, so that Balance counts come
+// from the cache instead of listing every decision in every cycle.
+func (c *Cache) UpsertDecision(d *clusterv1beta1.PlacementDecision) {
+	placement := d.Labels[clusterv1beta1.PlacementLabel]
+	if placement == "" {
+		return
+	}
+	clusters := make([]string, 0, len(d.Status.Decisions))
+	for _, cd := range d.Status.Decisions {
+		if cd.ClusterName != "" {
+			clusters = append(clusters, cd.ClusterName)
+		}
+	}
+	sort.Strings(clusters)
+	key := d.Namespace + "/" + placement
+	id := d.Namespace + "/" + d.Name
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.decisions[id]; ok {
+		if old.placementKey == key && slices.Equal(old.clusters, clusters) {
+			return
+		}
+		c.forgetDecision(id, old)
+	}
+	c.decisions[id] = decisionEntry{placementKey: key, clusters: clusters}
+	if c.byKey[key] == nil {
+		c.byKey[key] = map[string]struct{}{}
+	}
+	c.byKey[key][id] = struct{}{}
+	for _, cl := range clusters {
+		if c.clusterIndex[cl] == nil {
+			c.clusterIndex[cl] = map[string]int{}
+		}
+		c.clusterIndex[cl][key]++
+	}
+	delete(c.decided, key)
+	c.changed()
+}
+
+// DeleteDecision forgets a PlacementDecision.
+func (c *Cache) DeleteDecision(namespace, name string) {
+	id := namespace + "/" + name
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.decisions[id]; ok {
+		c.forgetDecision(id, old)
+		c.changed()
+	}
+}
+
+func (c *Cache) forgetDecision(id string, old decisionEntry) {
+	delete(c.decisions, id)
+	for _, cl := range old.clusters {
+		if c.clusterIndex[cl][old.placementKey]--; c.clusterIndex[cl][old.placementKey] <= 0 {
+			delete(c.clusterIndex[cl], old.placementKey)
+		}
+		if len(c.clusterIndex[cl]) == 0 {
+			delete(c.clusterIndex, cl)
+		}
+	}
+	delete(c.byKey[old.placementKey], id)
+	if len(c.byKey[old.placementKey]) == 0 {
+		delete(c.byKey, old.placementKey)
+	}
+	delete(c.decided, old.placementKey)
+}
+
+// DecidedBy returns the keys of the placements whose decisions hold the cluster.
+func (c *Cache) DecidedBy(cluster string) sets.Set[string] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := sets.New[string]()
+	for key := range c.clusterIndex[cluster] {
+		out.Insert(key)
+	}
+	return out
+}

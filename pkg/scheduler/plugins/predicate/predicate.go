@@ -1,0 +1,166 @@
+// Package predicate implements the Placement's spec.predicates as a filter, with OCM's
+// semantics: predicates are ORed; inside one predicate the label selector, the claim selector
+// and the CEL expressions are ANDed; a placement without predicates accepts every candidate.
+package predicate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+)
+
+// Name is the plugin's name in the registry.
+const Name = "Predicate"
+
+// logLevelEval logs CEL expressions that fail to evaluate for a cluster; there may be one line
+// per cluster and cycle.
+const logLevelEval = 4
+
+// Predicate filters clusters by the placement's predicates. One instance serves every
+// placement; Filter may run concurrently for different placements.
+type Predicate struct {
+	cel *celEvaluator
+}
+
+var _ framework.FilterPlugin = &Predicate{}
+
+// New creates the plugin. It takes no arguments. The CEL environment is built here, once,
+// because building it costs far more than a scheduling cycle.
+func New(h framework.Handle, args framework.Args) (framework.Plugin, error) {
+	if args.Param != "" || args.AddOn != nil {
+		return nil, fmt.Errorf("%s takes no arguments", Name)
+	}
+	ev, err := newCELEvaluator(h.ScoreLister())
+	if err != nil {
+		return nil, fmt.Errorf("creating the CEL environment: %w", err)
+	}
+	return &Predicate{cel: ev}, nil
+}
+
+// Name returns the plugin's name.
+func (p *Predicate) Name() string { return Name }
+
+// selector is one predicate prepared for a cycle. Selectors that select everything are nil so
+// the per-cluster loop skips them.
+type selector struct {
+	labels      labels.Selector
+	labelsShown string
+	claims      labels.Selector
+	claimsShown string
+	cel         *celPrograms
+}
+
+// Filter returns the candidates that match at least one predicate. An invalid selector or a CEL
+// expression that does not compile makes the placement Misconfigured, with OCM's message; a
+// CEL expression that fails or is not a bool for one cluster only rejects that cluster.
+func (p *Predicate) Filter(ctx context.Context, _ *framework.CycleState, snap *framework.Snapshot, req *framework.Request,
+	candidates *framework.Bitset, rejections framework.Rejections) (*framework.Bitset, *framework.Status) {
+	preds := req.Placement.Spec.Predicates
+	// Like OCM, an empty candidate list is returned before the predicates are validated.
+	if len(preds) == 0 || candidates.Count() == 0 {
+		return candidates.Clone(), nil
+	}
+	selectors, st := p.prepare(req.Placement)
+	if st != nil {
+		return nil, st
+	}
+	usesCEL := false
+	for i := range selectors {
+		usesCEL = usesCEL || selectors[i].cel != nil
+	}
+	if usesCEL {
+		p.cel.objects.prune(snap)
+	}
+
+	logger := klog.FromContext(ctx)
+	out := framework.NewBitset(snap.NumClusters())
+	candidates.ForEach(func(i int) {
+		info := snap.Cluster(i)
+		for k := range selectors {
+			if ok, _ := p.matches(ctx, logger, &selectors[k], info, false); ok {
+				out.Set(i)
+				return
+			}
+		}
+		if rejections != nil {
+			reasons := make([]string, len(selectors))
+			for k := range selectors {
+				_, reasons[k] = p.matches(ctx, logger, &selectors[k], info, true)
+			}
+			framework.Rejectf(rejections, i, "no predicate matches: %s", strings.Join(reasons, "; "))
+		}
+	})
+	return out, nil
+}
+
+// prepare builds the selectors of every predicate, in order, and returns the first
+// misconfiguration as OCM reports it.
+func (p *Predicate) prepare(pl *clusterv1beta1.Placement) ([]selector, *framework.Status) {
+	programs, st := p.cel.programsFor(pl)
+	if st != nil {
+		return nil, st
+	}
+	selectors := make([]selector, len(pl.Spec.Predicates))
+	for i := range pl.Spec.Predicates {
+		rcs := &pl.Spec.Predicates[i].RequiredClusterSelector
+		ls, err := metav1.LabelSelectorAsSelector(&rcs.LabelSelector)
+		if err != nil {
+			return nil, framework.Misconfiguredf("%s", err.Error())
+		}
+		cs, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: rcs.ClaimSelector.MatchExpressions})
+		if err != nil {
+			return nil, framework.Misconfiguredf("%s", err.Error())
+		}
+		if !ls.Empty() {
+			selectors[i].labels, selectors[i].labelsShown = ls, ls.String()
+		}
+		if !cs.Empty() {
+			selectors[i].claims, selectors[i].claimsShown = cs, cs.String()
+		}
+		// OCM compiles the CEL expressions of a predicate only after both of its selectors
+		// are valid, so a compile error is reported after the selector errors of the same
+		// predicate and before anything in later predicates.
+		if programs[i].err != "" {
+			return nil, framework.Misconfiguredf("%s", programs[i].err)
+		}
+		if len(programs[i].programs) > 0 {
+			selectors[i].cel = &programs[i]
+		}
+	}
+	return selectors, nil
+}
+
+// matches reports whether the cluster matches the predicate and, when explain is set and it
+// does not, why. Reasons are built only for explain so the common path does not allocate.
+func (p *Predicate) matches(ctx context.Context, logger klog.Logger, s *selector, info *framework.ClusterInfo, explain bool) (bool, string) {
+	if s.labels != nil && !s.labels.Matches(labels.Set(info.Cluster.Labels)) {
+		if !explain {
+			return false, ""
+		}
+		return false, fmt.Sprintf("labels do not match %q", s.labelsShown)
+	}
+	if s.claims != nil && !s.claims.Matches(info.Claims) {
+		if !explain {
+			return false, ""
+		}
+		return false, fmt.Sprintf("claims do not match %q", s.claimsShown)
+	}
+	if s.cel == nil {
+		return true, ""
+	}
+	failed, cause := p.cel.evaluate(ctx, logger, s.cel, info.Cluster)
+	if failed < 0 {
+		return true, ""
+	}
+	if !explain {
+		return false, ""
+	}
+	return false, fmt.Sprintf("CEL expression %q %s", s.cel.expressions[failed], cause)
+}
