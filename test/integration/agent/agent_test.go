@@ -50,11 +50,11 @@ func TestAgentReportsToHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range [][]byte{deployagent.HubRBAC, deployagent.HubClusterRBAC(cluster), deployagent.HubClusterRBAC(framework.SpokeName(1))} {
-		if err := apply(ctx, hubAdminCfg, m); err != nil {
+		if err := framework.Apply(ctx, hubAdminCfg, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := apply(ctx, fleet.Spokes[0].AdminConfig(), deployagent.SpokeRBAC); err != nil {
+	if err := framework.Apply(ctx, fleet.Spokes[0].AdminConfig(), deployagent.SpokeRBAC); err != nil {
 		t.Fatal(err)
 	}
 

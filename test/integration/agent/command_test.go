@@ -32,11 +32,11 @@ func TestAgentCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range [][]byte{deployagent.HubRBAC, deployagent.HubClusterRBAC(cluster)} {
-		if err := apply(ctx, hubCfg, m); err != nil {
+		if err := framework.Apply(ctx, hubCfg, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC); err != nil {
+	if err := framework.Apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC); err != nil {
 		t.Fatal(err)
 	}
 	node := makeNode("cmd-0").resource("cpu", "4").resource("memory", "16Gi").

@@ -30,7 +30,7 @@ func TestAgentRetriesUntilAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	spoke := fleet.Spokes[1]
-	if err := apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC); err != nil {
+	if err := framework.Apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC); err != nil {
 		t.Fatal(err)
 	}
 	if err := createNode(ctx, spoke.AdminClient(), makeNode("late-0").resource("cpu", "4").resource("memory", "16Gi").obj()); err != nil {
@@ -46,10 +46,10 @@ func TestAgentRetriesUntilAllowed(t *testing.T) {
 	})
 
 	// Bound only now: every write so far was Forbidden.
-	if err := apply(ctx, hubCfg, deployagent.HubRBAC); err != nil {
+	if err := framework.Apply(ctx, hubCfg, deployagent.HubRBAC); err != nil {
 		t.Fatal(err)
 	}
-	if err := apply(ctx, hubCfg, deployagent.HubClusterRBAC(cluster)); err != nil {
+	if err := framework.Apply(ctx, hubCfg, deployagent.HubClusterRBAC(cluster)); err != nil {
 		t.Fatal(err)
 	}
 	// The spoke is shared with other tests, so the report is compared with

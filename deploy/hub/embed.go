@@ -1,0 +1,27 @@
+// Package hub holds the manifests that run fleetfit-hub on a hub cluster, for the installer
+// and the tests to apply.
+package hub
+
+import (
+	_ "embed"
+	"strings"
+)
+
+// Namespace is where fleetfit-hub runs.
+const Namespace = "fleetfit-system"
+
+// ServiceAccountUser is fleetfit-hub's identity on the hub.
+const ServiceAccountUser = "system:serviceaccount:" + Namespace + ":fleetfit-hub"
+
+// RBAC is the namespace, ServiceAccount and RBAC of fleetfit-hub.
+//
+//go:embed rbac.yaml
+var RBAC []byte
+
+//go:embed deployment.yaml
+var deployment string
+
+// Deployment returns the Deployment and Service running the given image.
+func Deployment(image string) []byte {
+	return []byte(strings.ReplaceAll(deployment, "IMAGE", image))
+}

@@ -1,0 +1,93 @@
+package cache
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
+)
+
+func decision(ns, name, placement string, clusters ...string) *clusterv1beta1.PlacementDecision {
+	d := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: name, Labels: map[string]string{clusterv1beta1.PlacementLabel: placement},
+	}}
+	for _, c := range clusters {
+		d.Status.Decisions = append(d.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: c})
+	}
+	return d
+}
+
+func TestSnapshotIsRebuiltOnlyOnChange(t *testing.T) {
+	c := New()
+	c.UpsertCluster(utiltesting.MakeCluster("b").Obj())
+	c.UpsertCluster(utiltesting.MakeCluster("a").Obj())
+	c.UpsertSet(utiltesting.MakeExclusiveClusterSet("default"))
+	c.UpsertBinding(utiltesting.MakeClusterSetBinding("ns", "default"))
+
+	s1 := c.Snapshot()
+	if s2 := c.Snapshot(); s2 != s1 {
+		t.Fatal("snapshot rebuilt without a change")
+	}
+	if got := []string{s1.Cluster(0).Name(), s1.Cluster(1).Name()}; !cmp.Equal(got, []string{"a", "b"}) {
+		t.Errorf("clusters %v, want name order", got)
+	}
+	if members, ok := s1.ClusterSet("default"); !ok || members.Count() != 2 {
+		t.Errorf("set default has %d members, want 2", members.Count())
+	}
+	if got := s1.BindingNames("ns"); !cmp.Equal(got, []string{"default"}) {
+		t.Errorf("bindings %v", got)
+	}
+
+	c.UpsertScore(utiltesting.MakeScore("a", "res", nil, map[string]int32{"cpu": 3}))
+	s3 := c.Snapshot()
+	if s3 == s1 {
+		t.Fatal("score change did not rebuild the snapshot")
+	}
+	if s1.Cluster(0).Scores["res"] != nil {
+		t.Error("an older snapshot sees a newer score: scores must be copy-on-write")
+	}
+	if s3.Cluster(0).Scores["res"] == nil {
+		t.Error("new snapshot misses the score")
+	}
+	if s3.Cluster(1) != s1.Cluster(1) {
+		t.Error("an unchanged cluster's info was rebuilt")
+	}
+}
+
+func TestDecisionsAreCounted(t *testing.T) {
+	c := New()
+	for _, n := range []string{"a", "b", "c"} {
+		c.UpsertCluster(utiltesting.MakeCluster(n).Obj())
+	}
+	c.UpsertDecision(decision("ns", "p-decision-1", "p", "a", "b"))
+	c.UpsertDecision(decision("ns", "p-decision-2", "p", "c"))
+	c.UpsertDecision(decision("ns", "q-decision-1", "q", "a"))
+	c.UpsertDecision(decision("other", "x", "")) // not a placement's decision: ignored
+
+	s := c.Snapshot()
+	counts := []int32{s.DecisionCount(0), s.DecisionCount(1), s.DecisionCount(2)}
+	if diff := cmp.Diff([]int32{2, 1, 1}, counts); diff != "" {
+		t.Errorf("decision counts (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, s.DecidedNames("ns/p")); diff != "" {
+		t.Errorf("decided by ns/p (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(sets.New("ns/p", "ns/q"), c.DecidedBy("a")); diff != "" {
+		t.Errorf("DecidedBy(a) (-want,+got):\n%s", diff)
+	}
+
+	c.UpsertDecision(decision("ns", "p-decision-1", "p", "b"))
+	c.DeleteDecision("ns", "q-decision-1")
+	s = c.Snapshot()
+	counts = []int32{s.DecisionCount(0), s.DecisionCount(1), s.DecisionCount(2)}
+	if diff := cmp.Diff([]int32{0, 1, 1}, counts); diff != "" {
+		t.Errorf("after updates, decision counts (-want,+got):\n%s", diff)
+	}
+	if got := c.DecidedBy("a"); got.Len() != 0 {
+		t.Errorf("DecidedBy(a) = %v after a left every decision", got)
+	}
+}
