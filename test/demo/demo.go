@@ -1,7 +1,8 @@
 // Package demo runs fleetfit's local demo fleet: a hub and managed clusters,
 // each a real kube-apiserver and etcd on loopback, with OCM's and fleetfit's
-// APIs installed, the clusters registered, and an example Placement and
-// HPAIntent (EMCO's fwall) applied — ready to look at with kubectl.
+// APIs installed, the clusters registered, an example Placement and
+// HPAIntent (EMCO's fwall) applied, and fleetfit-hub scheduling the
+// Placement — ready to look at with kubectl.
 package demo
 
 import (
@@ -10,15 +11,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
+	hubcmd "github.com/fleetfit/fleetfit/pkg/cmd/hub"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
@@ -75,14 +80,19 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	decided, err := startHub(ctx, out, fleet, filepath.Join(o.Dir, "hub.kubeconfig"))
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, `
 On the hub: ManagedClusters %s, the Placement %s/fwall and the HPAIntent %s/fwall
-(EMCO's firewall example). Look around with kubectl, for example:
+(EMCO's firewall example). fleetfit-hub runs and has scheduled the Placement: %s.
+Look around with kubectl, for example:
 
-  kubectl --kubeconfig %s get managedclusters,placements,hpaintents -A
+  kubectl --kubeconfig %s get managedclusters,placements,placementdecisions,hpaintents -A
 
 Press Ctrl-C to stop; every process and file of the fleet is removed.
-`, clusterNames(fleet), Namespace, Namespace, filepath.Join(o.Dir, "hub.kubeconfig"))
+`, clusterNames(fleet), Namespace, Namespace, decided, filepath.Join(o.Dir, "hub.kubeconfig"))
 	if ready != nil {
 		ready(fleet)
 	}
@@ -131,4 +141,36 @@ func applyExamples(ctx context.Context, f *framework.Fleet) error {
 	intent := ut.FwallHPAIntent(Namespace).Obj()
 	_, err := fleetfitclient.NewForConfigOrDie(cfg).FleetfitV1alpha1().HPAIntents(Namespace).Create(ctx, intent, metav1.CreateOptions{})
 	return err
+}
+
+// startHub runs fleetfit-hub in-process against the demo hub until ctx ends, and waits until
+// it has scheduled the demo Placement; it returns the decided clusters.
+func startHub(ctx context.Context, out io.Writer, f *framework.Fleet, kubeconfig string) (string, error) {
+	fmt.Fprintln(out, "Starting fleetfit-hub...")
+	o := hubcmd.NewOptions()
+	o.Kubeconfig = kubeconfig
+	o.LeaderElect = false
+	o.Serving.SecureServing.BindPort = 0
+	go func() {
+		if err := o.Run(ctx); err != nil {
+			fmt.Fprintf(out, "fleetfit-hub stopped: %v\n", err)
+		}
+	}()
+	clusters := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig())
+	var decided []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := clusters.ClusterV1beta1().PlacementDecisions(Namespace).Get(ctx, ut.FwallName+"-decision-1", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		decided = decided[:0]
+		for _, cd := range d.Status.Decisions {
+			decided = append(decided, cd.ClusterName)
+		}
+		return len(decided) > 0, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("waiting for fleetfit-hub to schedule %s/%s: %w", Namespace, ut.FwallName, err)
+	}
+	return strings.Join(decided, ", "), nil
 }

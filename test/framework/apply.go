@@ -55,4 +55,3 @@ func Apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
 		}
 	}
 }
-
