@@ -20,7 +20,14 @@ KUBE_VERSION := v1.35.4
 KWOK_VERSION := v0.8.0
 KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=35 -X $(p).gitTreeState=clean)
-TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok
+# Open Cluster Management's placement controller and work agent, built from
+# their own module (test/tools/ocm: OCM pins Kubernetes v0.34 libraries).
+OCM_VERSION := v1.2.0
+OCM_COMMIT  := 7323d2047ab4ee8c9e478ded4f9c035f37cea702
+OCM_LDFLAGS := -s -w $(foreach v,versionFromGit=$(OCM_VERSION) commitFromGit=$(OCM_COMMIT) majorFromGit=1 minorFromGit=2,\
+	-X open-cluster-management.io/ocm/pkg/version.$(v))
+TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok \
+	$(BIN)/placement $(BIN)/work
 
 # OCM CRDs fleetfit works with, as <api dir path>:<hub|spoke>.
 OCM_CRDS := \
@@ -50,13 +57,16 @@ build: ## Build fleetfit-hub, fleetfit-agent and the fleetfit CLI into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: tools
-tools: $(TOOLS) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into bin/ (once).
+tools: $(TOOLS) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and OCM's placement and work into bin/ (once).
 
 $(BIN)/etcd: test/tools/go.mod test/tools/go.sum
 	cd test/tools && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
 
 $(BIN)/kube-%: test/tools/go.mod test/tools/go.sum
 	cd test/tools && CGO_ENABLED=0 go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-$*
+
+$(BIN)/placement $(BIN)/work: $(BIN)/%: test/tools/ocm/go.mod test/tools/ocm/go.sum
+	cd test/tools/ocm && CGO_ENABLED=0 go build -trimpath -ldflags "$(OCM_LDFLAGS)" -o $@ open-cluster-management.io/ocm/cmd/$*
 
 $(BIN)/kwok:
 	GOBIN=$(BIN) CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
@@ -99,6 +109,7 @@ verify: ## Check generated code and CRDs are current, gofmt and go vet are clean
 	@out=$$(gofmt -l cmd pkg manifests test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	cd test/tools && go mod verify >/dev/null
+	cd test/tools/ocm && go mod verify >/dev/null
 
 ##@ Test
 
@@ -116,6 +127,10 @@ test-integration: tools ## Run integration tests against real kube-apiserver and
 .PHONY: bench
 bench: ## Run benchmarks.
 	$(GO_TEST) -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: bench-e2e
+bench-e2e: tools ## Time fleetfit-hub and OCM's placement controller on a real hub (2,000 clusters, 1,000 placements).
+	FLEETFIT_BIN_DIR=$(BIN) go test -run '^$$' -bench BenchmarkPlacementEndToEnd -benchtime 1x -timeout 60m -v ./test/bench/placement/
 
 ##@ Demo
 

@@ -55,6 +55,38 @@ type ControlPlane struct {
 	apiserver *process
 	admin     *rest.Config
 	stopOnce  sync.Once
+
+	// attached are processes run against this control plane (OCM's
+	// components): Stop stops them first, before their API server goes away
+	// and their logs are removed. stopping refuses new ones once Stop began.
+	mu       sync.Mutex
+	attached map[stopper]struct{}
+	stopping bool
+}
+
+// stopper is something Stop must stop with the control plane.
+type stopper interface{ Stop() }
+
+// attach makes Stop stop s first. It fails when the control plane is
+// already stopping.
+func (cp *ControlPlane) attach(s stopper) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.stopping {
+		return fmt.Errorf("control plane %q is stopped", cp.Name)
+	}
+	if cp.attached == nil {
+		cp.attached = map[stopper]struct{}{}
+	}
+	cp.attached[s] = struct{}{}
+	return nil
+}
+
+// detach forgets s, which has stopped on its own.
+func (cp *ControlPlane) detach(s stopper) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	delete(cp.attached, s)
 }
 
 // Options tune a control plane.
@@ -310,10 +342,23 @@ func (cp *ControlPlane) LogTail(lines int) string {
 	return cp.apiserver.logTail(lines)
 }
 
-// Stop kills the processes and removes the control plane's directory. It is
-// safe to call more than once and from several goroutines.
+// Stop kills the processes, those attached to the control plane first, and
+// removes the control plane's directory. It is safe to call more than once
+// and from several goroutines.
 func (cp *ControlPlane) Stop() {
 	cp.stopOnce.Do(func() {
+		cp.mu.Lock()
+		cp.stopping = true
+		attached := make([]stopper, 0, len(cp.attached))
+		for s := range cp.attached {
+			attached = append(attached, s)
+		}
+		cp.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, s := range attached {
+			wg.Go(s.Stop)
+		}
+		wg.Wait()
 		if cp.apiserver != nil {
 			cp.apiserver.stop(StopGrace)
 		}

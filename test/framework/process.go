@@ -68,11 +68,20 @@ type process struct {
 }
 
 func startProcess(name, logPath, binary string, args ...string) (*process, error) {
+	return startProcessEnv(name, logPath, nil, binary, args...)
+}
+
+// startProcessEnv is startProcess with extra environment variables
+// ("KEY=value") on top of the test binary's environment.
+func startProcessEnv(name, logPath string, env []string, binary string, args ...string) (*process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -43,6 +43,8 @@ type Options struct {
 	// Placements with OCM's disable annotation and the fleetfit.io/scheduler label).
 	Placements string
 	Workers    int
+	QPS        float32
+	Burst      int
 
 	LeaderElect          bool
 	LeaderElectNamespace string
@@ -62,6 +64,8 @@ func NewOptions() *Options {
 	return &Options{
 		Placements:           string(placement.ModeAll),
 		Workers:              4,
+		QPS:                  50,
+		Burst:                100,
 		LeaderElect:          true,
 		LeaderElectNamespace: ns,
 		LeaseDuration:        15 * time.Second,
@@ -91,6 +95,8 @@ func NewCommand() *cobra.Command {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placement.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "queries per second to the hub API server")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the hub API server")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among hub replicas with a Lease; only the leader schedules")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "namespace of the leader election Lease (default: $POD_NAMESPACE or fleetfit-system)")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a non-leader waits before taking over an unrenewed lease")
@@ -124,6 +130,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	logger.Info("Hub APIs served", "host", cfg.Host, "version", version.Get().GitVersion)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -78,6 +78,9 @@ type Controller struct {
 	queue  workqueue.TypedRateLimitingInterface[string]
 	synced []toolscache.InformerSynced
 
+	// written remembers the resourceVersion of each PlacementDecision this controller last
+	// wrote, so that the informer event of its own write does not trigger another cycle.
+	written sync.Map
 	// scoreWrites remembers when a placement's decisions were last rewritten only for scores,
 	// for scoreRateLimit.
 	scoreWrites sync.Map
@@ -259,8 +262,11 @@ func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
 				return
 			}
 			c.cache.UpsertDecision(d)
-			// Someone else changed a decision we own: schedule again to repair it. Our own
-			// writes match what the next cycle computes and end there.
+			// Someone else changed a decision we own: schedule again to repair it. The event of
+			// our own last write needs nothing.
+			if rv, ok := c.written.Load(d.Namespace + "/" + d.Name); ok && rv == d.ResourceVersion {
+				return
+			}
 			if !equality.Semantic.DeepEqual(old.Status, d.Status) || !equality.Semantic.DeepEqual(old.Labels, d.Labels) {
 				owner(d)
 			}
@@ -271,6 +277,7 @@ func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
 			}
 			if d, ok := obj.(*clusterv1beta1.PlacementDecision); ok {
 				c.cache.DeleteDecision(d.Namespace, d.Name)
+				c.written.Delete(d.Namespace + "/" + d.Name)
 				owner(d)
 			}
 		},

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -254,6 +256,7 @@ func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placem
 		if err != nil {
 			return fmt.Errorf("creating PlacementDecision %s: %w", d.name, err)
 		}
+		c.written.Store(created.Namespace+"/"+created.Name, created.ResourceVersion)
 		c.recorder.Eventf(p, created, corev1.EventTypeNormal, "DecisionCreate", "DecisionCreated",
 			"Decision %s is created with placement %s in namespace %s", d.name, p.Name, p.Namespace)
 		old = created
@@ -278,15 +281,20 @@ func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placem
 }
 
 func (c *Controller) writeDecisionStatus(ctx context.Context, old *clusterv1beta1.PlacementDecision, decisions []clusterv1beta1.ClusterDecision) (*clusterv1beta1.PlacementDecision, error) {
-	upd := old.DeepCopy()
-	upd.Status.Decisions = decisions
-	if upd.Status.Decisions == nil {
-		upd.Status.Decisions = []clusterv1beta1.ClusterDecision{}
+	if decisions == nil {
+		decisions = []clusterv1beta1.ClusterDecision{}
 	}
-	out, err := c.client.ClusterV1beta1().PlacementDecisions(old.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	// A merge patch of the whole list: no conflict with a concurrent label update, and no
+	// retry round trip when the informer has not seen our previous write yet.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"decisions": decisions}})
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.client.ClusterV1beta1().PlacementDecisions(old.Namespace).Patch(ctx, old.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return nil, fmt.Errorf("updating PlacementDecision %s: %w", old.Name, err)
 	}
+	c.written.Store(out.Namespace+"/"+out.Name, out.ResourceVersion)
 	return out, nil
 }
 
@@ -294,9 +302,11 @@ func (c *Controller) updateStatus(ctx context.Context, p *clusterv1beta1.Placeme
 	if equality.Semantic.DeepEqual(p.Status, status) {
 		return nil
 	}
-	upd := p.DeepCopy()
-	upd.Status = status
-	_, err := c.client.ClusterV1beta1().Placements(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	_, err = c.client.ClusterV1beta1().Placements(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("updating status of placement %s/%s: %w", p.Namespace, p.Name, err)
 	}
