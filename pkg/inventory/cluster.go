@@ -1,7 +1,9 @@
 package inventory
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,27 +25,47 @@ type Cluster struct {
 	cfg Config
 
 	nodes  map[string]*nodeEntry
-	pods   map[string]podEntry // by namespace/name; only pods that occupy a node
-	shapes map[string]*shape   // by shape key
+	pods   *podIndex         // the pods that occupy a node
+	shapes map[string]*shape // by shape key
 	totals map[corev1.ResourceName]*resourceSums
+	// recentSums are some of totals, searched before the map: a cluster has
+	// a handful of resources, and a node update adds to each several times.
+	recentSums [8]*resourceSums
+	nextRecent int
 
 	dirty       []*nodeEntry
+	lastEntry   *nodeEntry // the entry last looked up, still in nodes
 	scratch     []byte
 	scratchFree []int64
+
+	// Alike nodes share their facts and alike pods their request vectors,
+	// found by encoded key; both caches are cleared when they grow large.
+	facts        map[string]*nodeFacts
+	factsScratch factsBuilder
+	requests     map[string]*Vector
+	requestKey   []byte
 }
+
+// requestCacheLimit bounds the distinct request vectors remembered; pods
+// with other requests still work, they just share less.
+const requestCacheLimit = 4096
 
 // nodeEntry is one node name: the Node if it has been seen, and the pods
 // bound to that name, which may arrive before their Node does.
 type nodeEntry struct {
-	name      string
-	facts     *nodeFacts // nil while no Node of this name exists
+	name  string
+	facts *nodeFacts // nil while no Node of this name exists
+	// requested is owned by the entry and updated in place as pods come and
+	// go; it is never shared, so whatever leaves the entry is a copy.
 	requested Vector
 	pods      int
 	dirty     bool
 
 	// reported is what the node last contributed to totals and shapes, so
-	// that it can be taken back exactly; nil when it contributed nothing.
-	reported *contribution
+	// that it can be taken back exactly; its shape is nil when it
+	// contributed nothing. Its vectors are the entry's own, reused from one
+	// flush to the next.
+	reported contribution
 }
 
 type contribution struct {
@@ -55,12 +77,15 @@ type contribution struct {
 }
 
 type podEntry struct {
-	node     string
-	requests Vector
+	node     *nodeEntry
+	requests *Vector // shared, never written
 }
 
 // resourceSums are the running totals of one resource.
-type resourceSums struct{ capacity, allocatable, requested, free sum }
+type resourceSums struct {
+	name                                   corev1.ResourceName
+	capacity, allocatable, requested, free sum
+}
 
 // NewCluster returns an empty inventory that reports according to cfg.
 // cfg is fixed for the Cluster's life because it decides which shape each
@@ -76,21 +101,23 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		cfg.RoundingSteps[k] = v.DeepCopy()
 	}
 	return &Cluster{
-		cfg:    cfg,
-		nodes:  map[string]*nodeEntry{},
-		pods:   map[string]podEntry{},
-		shapes: map[string]*shape{},
-		totals: map[corev1.ResourceName]*resourceSums{},
+		cfg:      cfg,
+		nodes:    map[string]*nodeEntry{},
+		pods:     newPodIndex(),
+		shapes:   map[string]*shape{},
+		totals:   map[corev1.ResourceName]*resourceSums{},
+		facts:    map[string]*nodeFacts{},
+		requests: map[string]*Vector{},
 	}, nil
 }
 
 // UpsertNode records the current state of a Node.
 func (c *Cluster) UpsertNode(node *corev1.Node) {
-	facts := newNodeFacts(node, c.cfg.FeatureLabelPrefixes)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.factsScratch.read(node, c.cfg.FeatureLabelPrefixes)
 	e := c.entry(node.Name)
-	e.facts = facts
+	e.facts = c.factsScratch.cachedFacts(c.facts, 2*len(c.nodes)+64)
 	c.markDirty(e)
 }
 
@@ -108,36 +135,38 @@ func (c *Cluster) DeleteNode(name string) {
 // UpsertPod records the current state of a Pod. Pods that are not bound or
 // have terminated take nothing and are dropped.
 func (c *Cluster) UpsertPod(pod *corev1.Pod) {
-	key := pod.Namespace + "/" + pod.Name
 	if !occupiesNode(pod) {
 		c.DeletePod(pod.Namespace, pod.Name)
 		return
 	}
-	requests := PodRequests(pod)
+	a := accumulators.Get().(*podAccumulator)
+	defer accumulators.Put(a)
+	requests, ok := a.podRequests(pod) // a's scratch until interned
+	if !ok {
+		requests = slowPodRequests(pod)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.pods[key]; ok {
-		if old.node == pod.Spec.NodeName && old.requests.Equal(requests) {
+	r, found := c.pods.upsert(pod.Namespace, pod.Name)
+	if found {
+		if r.node.name == pod.Spec.NodeName && r.requests.Equal(requests) {
 			return
 		}
-		c.unbind(old)
+		c.unbind(r.podEntry)
 	}
-	p := podEntry{node: pod.Spec.NodeName, requests: requests}
-	c.pods[key] = p
-	e := c.entry(p.node)
-	e.requested = e.requested.Add(p.requests)
+	r.podEntry = podEntry{node: c.entry(pod.Spec.NodeName), requests: c.intern(requests)}
+	e := r.node
+	e.requested = e.requested.addInPlace(*r.requests)
 	e.pods++
 	c.markDirty(e)
 }
 
 // DeletePod forgets a Pod.
 func (c *Cluster) DeletePod(namespace, name string) {
-	key := namespace + "/" + name
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.pods[key]; ok {
+	if old, ok := c.pods.remove(namespace, name); ok {
 		c.unbind(old)
-		delete(c.pods, key)
 	}
 }
 
@@ -150,21 +179,46 @@ func (c *Cluster) Node(name string) (NodeInfo, bool) {
 	if !ok || e.facts == nil {
 		return NodeInfo{}, false
 	}
-	return e.facts.info(name, e.requested, e.pods), true
+	return e.facts.info(name, slices.Clone(e.requested), e.pods), true
 }
 
 func (c *Cluster) entry(name string) *nodeEntry {
+	// Pods often arrive node by node; skip the map then.
+	if e := c.lastEntry; e != nil && e.name == name {
+		return e
+	}
 	e, ok := c.nodes[name]
 	if !ok {
 		e = &nodeEntry{name: name}
 		c.nodes[name] = e
 	}
+	c.lastEntry = e
 	return e
 }
 
+// intern returns a vector equal to v that the cluster keeps and never
+// writes to, shared with earlier pods of the same requests.
+func (c *Cluster) intern(v Vector) *Vector {
+	key := c.requestKey[:0]
+	for _, a := range v {
+		key = append(key, a.Name...)
+		key = binary.LittleEndian.AppendUint64(append(key, 0), uint64(a.Milli))
+	}
+	c.requestKey = key
+	if w, ok := c.requests[string(key)]; ok {
+		return w
+	}
+	if len(c.requests) >= requestCacheLimit {
+		clear(c.requests)
+	}
+	w := slices.Clone(v)
+	c.requests[string(key)] = &w
+	return &w
+}
+
 func (c *Cluster) unbind(p podEntry) {
-	e := c.nodes[p.node]
-	e.requested = e.requested.Sub(p.requests)
+	e := p.node
+	e.requested = e.requested.subInPlace(*p.requests)
 	e.pods--
 	c.markDirty(e)
 }
@@ -181,17 +235,21 @@ func (c *Cluster) markDirty(e *nodeEntry) {
 func (c *Cluster) flush() {
 	for _, e := range c.dirty {
 		e.dirty = false
-		if r := e.reported; r != nil {
+		r := &e.reported
+		if r.shape != nil {
 			c.account(r, (*sum).sub)
 			r.shape.removeNode(r.bucket)
 			if r.shape.nodes == 0 {
 				delete(c.shapes, r.shape.key)
 			}
-			e.reported = nil
+			*r = contribution{requested: r.requested[:0], free: r.free[:0]}
 		}
 		if e.facts == nil {
 			if e.pods == 0 {
 				delete(c.nodes, e.name)
+				if c.lastEntry == e {
+					c.lastEntry = nil
+				}
 			}
 			continue
 		}
@@ -200,13 +258,13 @@ func (c *Cluster) flush() {
 			s = newShape(e.facts, &c.cfg)
 			c.shapes[s.key] = s
 		}
-		r := &contribution{facts: e.facts, requested: e.requested, shape: s}
+		r.facts, r.shape = e.facts, s
+		r.requested = append(r.requested, e.requested...)
 		if e.facts.schedulable {
-			r.free = freeOf(e.facts.allocatable, e.requested)
+			r.free = appendFree(r.free, e.facts.allocatable, e.requested)
 		}
 		r.bucket = s.addNode(e.requested, &c.scratch, &c.scratchFree)
 		c.account(r, (*sum).add)
-		e.reported = r
 	}
 	c.dirty = c.dirty[:0]
 }
@@ -228,10 +286,17 @@ func (c *Cluster) account(r *contribution, op func(*sum, int64)) {
 }
 
 func (c *Cluster) sums(name corev1.ResourceName) *resourceSums {
+	for _, s := range c.recentSums {
+		if s != nil && s.name == name {
+			return s
+		}
+	}
 	s, ok := c.totals[name]
 	if !ok {
-		s = &resourceSums{}
+		s = &resourceSums{name: name}
 		c.totals[name] = s
 	}
+	c.recentSums[c.nextRecent%len(c.recentSums)] = s
+	c.nextRecent++
 	return s
 }

@@ -39,7 +39,11 @@ func (n *NodeInfo) Free() Vector {
 
 // freeOf restricts allocatable − requested to allocatable's names.
 func freeOf(allocatable, requested Vector) Vector {
-	out := make(Vector, 0, len(allocatable))
+	return appendFree(make(Vector, 0, len(allocatable)), allocatable, requested)
+}
+
+// appendFree appends freeOf(allocatable, requested) to out.
+func appendFree(out, allocatable, requested Vector) Vector {
 	j := 0
 	for _, a := range allocatable {
 		for j < len(requested) && requested[j].Name < a.Name {
@@ -57,26 +61,90 @@ func freeOf(allocatable, requested Vector) Vector {
 }
 
 // nodeFacts is what the cluster keeps of a Node object: everything that
-// decides the node's shape, computed once per node update.
+// decides the node's shape, computed once per node update. Facts are never
+// modified once built, so alike nodes share one (see factsBuilder).
 type nodeFacts struct {
 	ready, schedulable    bool
 	taints                []corev1.Taint
 	features              map[string]string
 	capacity, allocatable Vector
-	// shapeKey encodes what nodes of one shape share; see shapeKeyOf.
+	// shapeKey encodes what nodes of one shape share; see appendShapeKey.
 	shapeKey string
 }
 
 func newNodeFacts(node *corev1.Node, prefixes []string) *nodeFacts {
-	f := &nodeFacts{
-		ready:       isReady(node),
-		features:    featureLabels(node.Labels, prefixes),
-		capacity:    NewVector(node.Status.Capacity),
-		allocatable: NewVector(node.Status.Allocatable),
+	var b factsBuilder
+	b.read(node, prefixes)
+	return b.facts()
+}
+
+// factsBuilder derives nodeFacts into reusable scratch space, so that a node
+// alike to one seen before costs no allocation: cachedFacts finds the shared
+// facts by the key the scratch encodes.
+type factsBuilder struct {
+	ready, schedulable    bool
+	taints                []corev1.Taint
+	labels                []label // feature labels, sorted by key
+	capacity, allocatable Vector
+	key                   []byte // shape key, then what else facts hold
+	shapeKeyLen           int
+}
+
+type label struct{ key, value string }
+
+// read fills b from node.
+func (b *factsBuilder) read(node *corev1.Node, prefixes []string) {
+	b.ready = isReady(node)
+	b.schedulable = b.ready && !node.Spec.Unschedulable
+	b.labels = appendFeatureLabels(b.labels[:0], node.Labels, prefixes)
+	b.taints = appendNormalizedTaints(b.taints[:0], node.Spec.Taints)
+	b.capacity = appendVector(b.capacity[:0], node.Status.Capacity)
+	b.allocatable = appendVector(b.allocatable[:0], node.Status.Allocatable)
+	b.key = appendShapeKey(b.key[:0], b.schedulable, b.taints, b.labels, b.allocatable)
+	b.shapeKeyLen = len(b.key)
+	// The rest of the facts, after a separator that the shape key never
+	// contains.
+	b.key = append(b.key, 3)
+	if b.ready {
+		b.key = append(b.key, 'R')
 	}
-	f.schedulable = f.ready && !node.Spec.Unschedulable
-	f.taints = normalizeTaints(node.Spec.Taints)
-	f.shapeKey = shapeKeyOf(f)
+	b.key = append(b.key, 1)
+	b.key = appendAmounts(b.key, b.capacity)
+}
+
+// facts returns new facts holding copies of b's scratch.
+func (b *factsBuilder) facts() *nodeFacts {
+	f := &nodeFacts{
+		ready:       b.ready,
+		schedulable: b.schedulable,
+		capacity:    slices.Clone(b.capacity),
+		allocatable: slices.Clone(b.allocatable),
+		shapeKey:    string(b.key[:b.shapeKeyLen]),
+	}
+	if len(b.taints) > 0 {
+		f.taints = slices.Clone(b.taints)
+	}
+	if len(b.labels) > 0 {
+		f.features = make(map[string]string, len(b.labels))
+		for _, l := range b.labels {
+			f.features[l.key] = l.value
+		}
+	}
+	return f
+}
+
+// cachedFacts returns the facts b describes, shared with earlier alike nodes
+// through cache. The cache only saves allocations: it is cleared when it
+// holds more than limit entries, so it cannot grow without bound.
+func (b *factsBuilder) cachedFacts(cache map[string]*nodeFacts, limit int) *nodeFacts {
+	if f, ok := cache[string(b.key)]; ok {
+		return f
+	}
+	if len(cache) >= limit {
+		clear(cache)
+	}
+	f := b.facts()
+	cache[string(b.key)] = f
 	return f
 }
 
@@ -89,38 +157,68 @@ func isReady(node *corev1.Node) bool {
 	return false
 }
 
-// featureLabels returns the labels whose key starts with one of prefixes,
-// or nil when there are none.
-func featureLabels(labels map[string]string, prefixes []string) map[string]string {
-	var out map[string]string
+// appendFeatureLabels appends the labels whose key starts with one of
+// prefixes, sorted by key.
+func appendFeatureLabels(out []label, labels map[string]string, prefixes []string) []label {
 	for k, v := range labels {
 		for _, p := range prefixes {
 			if strings.HasPrefix(k, p) {
-				if out == nil {
-					out = map[string]string{}
-				}
-				out[k] = v
+				out = append(out, label{k, v})
 				break
 			}
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].key < out[j-1].key; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}
 	return out
 }
 
-// normalizeTaints copies taints without timeAdded (it differs between
-// otherwise alike nodes and says nothing about what fits) in a fixed order.
+// featureLabels returns the labels whose key starts with one of prefixes,
+// or nil when there are none.
+func featureLabels(labels map[string]string, prefixes []string) map[string]string {
+	var out map[string]string
+	for _, l := range appendFeatureLabels(nil, labels, prefixes) {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[l.key] = l.value
+	}
+	return out
+}
+
+// appendNormalizedTaints appends taints without timeAdded (it differs
+// between otherwise alike nodes and says nothing about what fits) in a fixed
+// order: by key, value and effect.
+func appendNormalizedTaints(out, taints []corev1.Taint) []corev1.Taint {
+	for _, t := range taints {
+		out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+	}
+	slices.SortFunc(out, compareTaints)
+	return out
+}
+
+// compareTaints orders taints by key, value and effect, which is the order
+// of their fields joined with NULs since no field can contain one.
+func compareTaints(a, b corev1.Taint) int {
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Value, b.Value); c != 0 {
+		return c
+	}
+	return strings.Compare(string(a.Effect), string(b.Effect))
+}
+
+// normalizeTaints copies taints as appendNormalizedTaints orders them, or
+// returns nil when there are none.
 func normalizeTaints(taints []corev1.Taint) []corev1.Taint {
 	if len(taints) == 0 {
 		return nil
 	}
-	out := make([]corev1.Taint, len(taints))
-	for i, t := range taints {
-		out[i] = corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
-	}
-	slices.SortFunc(out, func(a, b corev1.Taint) int {
-		return strings.Compare(a.Key+"\x00"+a.Value+"\x00"+string(a.Effect), b.Key+"\x00"+b.Value+"\x00"+string(b.Effect))
-	})
-	return out
+	return appendNormalizedTaints(make([]corev1.Taint, 0, len(taints)), taints)
 }
 
 func (f *nodeFacts) info(name string, requested Vector, pods int) NodeInfo {

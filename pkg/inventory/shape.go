@@ -14,34 +14,56 @@ import (
 )
 
 // shapeKeyOf encodes what nodes of one shape share: schedulability, taints,
-// feature labels and allocatable. Separators are control characters, which
-// label keys and values, taint fields and resource names cannot contain, so
-// distinct shapes always get distinct keys.
+// feature labels and allocatable; see appendShapeKey.
 func shapeKeyOf(f *nodeFacts) string {
-	var b strings.Builder
-	if f.schedulable {
-		b.WriteString("S")
+	labels := make([]label, 0, len(f.features))
+	for k, v := range f.features {
+		labels = append(labels, label{k, v})
+	}
+	slices.SortFunc(labels, func(a, b label) int { return strings.Compare(a.key, b.key) })
+	return string(appendShapeKey(nil, f.schedulable, f.taints, labels, f.allocatable))
+}
+
+// appendShapeKey appends the shape key of nodes with these facts; taints
+// must be normalized and labels sorted by key. Separators are control
+// characters, which label keys and values, taint fields and resource names
+// cannot contain, so distinct shapes always get distinct keys. The encoding
+// decides shape names (see shapeHash), so it must not change.
+func appendShapeKey(b []byte, schedulable bool, taints []corev1.Taint, labels []label, allocatable Vector) []byte {
+	if schedulable {
+		b = append(b, 'S')
 	} else {
-		b.WriteString("U")
+		b = append(b, 'U')
 	}
-	b.WriteByte(1)
-	for _, t := range f.taints {
-		b.WriteString(t.Key + "\x00" + t.Value + "\x00" + string(t.Effect) + "\x02")
+	b = append(b, 1)
+	for _, t := range taints {
+		b = append(b, t.Key...)
+		b = append(b, 0)
+		b = append(b, t.Value...)
+		b = append(b, 0)
+		b = append(b, t.Effect...)
+		b = append(b, 2)
 	}
-	b.WriteByte(1)
-	keys := make([]string, 0, len(f.features))
-	for k := range f.features {
-		keys = append(keys, k)
+	b = append(b, 1)
+	for _, l := range labels {
+		b = append(b, l.key...)
+		b = append(b, 0)
+		b = append(b, l.value...)
+		b = append(b, 2)
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		b.WriteString(k + "\x00" + f.features[k] + "\x02")
+	b = append(b, 1)
+	return appendAmounts(b, allocatable)
+}
+
+// appendAmounts appends name NUL milli STX for each amount of v.
+func appendAmounts(b []byte, v Vector) []byte {
+	for _, a := range v {
+		b = append(b, a.Name...)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, a.Milli, 10)
+		b = append(b, 2)
 	}
-	b.WriteByte(1)
-	for _, a := range f.allocatable {
-		b.WriteString(string(a.Name) + "\x00" + strconv.FormatInt(a.Milli, 10) + "\x02")
-	}
-	return b.String()
+	return b
 }
 
 // shapeHash names a shape after what it is, so the name survives restarts

@@ -63,6 +63,7 @@ func (c *Cluster) Summarize() v1alpha1.ClusterInventoryStatus {
 	for name, s := range c.totals {
 		if s.capacity.isZero() && s.allocatable.isZero() && s.requested.isZero() && s.free.isZero() {
 			delete(c.totals, name)
+			c.recentSums = [len(c.recentSums)]*resourceSums{}
 			continue
 		}
 		names = append(names, name)

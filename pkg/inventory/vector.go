@@ -24,7 +24,9 @@ type Amount struct {
 // free of map operations, and make vectors comparable with ==-style loops.
 //
 // Vectors are treated as values: operations return new vectors and never
-// write to their operands, so a Vector may be shared freely once built.
+// write to their operands, so a Vector may be shared freely once built. (The
+// unexported addInPlace and subInPlace are the exception, for vectors that
+// their owner never shares.)
 type Vector []Amount
 
 // maxUnits is the largest whole amount whose milli-value still fits in an
@@ -46,7 +48,11 @@ func milliOf(q resource.Quantity) int64 {
 
 // NewVector converts a ResourceList, dropping zero and negative amounts.
 func NewVector(list corev1.ResourceList) Vector {
-	v := make(Vector, 0, len(list))
+	return appendVector(make(Vector, 0, len(list)), list)
+}
+
+// appendVector appends NewVector(list) to v, which must be empty.
+func appendVector(v Vector, list corev1.ResourceList) Vector {
 	for name, q := range list {
 		if m := milliOf(q); m > 0 {
 			v = append(v, Amount{Name: name, Milli: m})
@@ -115,6 +121,72 @@ func (v Vector) Add(w Vector) Vector {
 // Sub returns v − w with every amount floored at zero (and then dropped).
 func (v Vector) Sub(w Vector) Vector {
 	return merge(v, w, func(a, b int64) int64 { return max(a-b, 0) })
+}
+
+// addInPlace returns v + w like Add, but reuses v's storage: v must be owned
+// by the caller and not shared, since it is overwritten. It allocates only
+// when w brings names v lacks and v has no room for them.
+func (v Vector) addInPlace(w Vector) Vector {
+	missing := 0
+	i := 0
+	for _, b := range w {
+		for i < len(v) && v[i].Name < b.Name {
+			i++
+		}
+		if i == len(v) || v[i].Name != b.Name {
+			missing++
+		}
+	}
+	if missing > 0 && len(v)+missing > cap(v) {
+		return v.Add(w)
+	}
+	// Merge from the back so that nothing is overwritten before it is read.
+	n := len(v)
+	v = v[:n+missing]
+	i, j, k := n-1, len(w)-1, n+missing-1
+	for j >= 0 {
+		switch {
+		case i >= 0 && v[i].Name > w[j].Name:
+			v[k] = v[i]
+			i--
+		case i >= 0 && v[i].Name == w[j].Name:
+			a := v[i].Milli
+			if a > math.MaxInt64-w[j].Milli {
+				a = math.MaxInt64
+			} else {
+				a += w[j].Milli
+			}
+			v[k] = Amount{Name: v[i].Name, Milli: a}
+			i--
+			j--
+		default:
+			v[k] = w[j]
+			j--
+		}
+		k--
+	}
+	return v
+}
+
+// subInPlace returns v − w like Sub, reusing v's storage; v must be owned by
+// the caller and not shared.
+func (v Vector) subInPlace(w Vector) Vector {
+	i := 0
+	for _, b := range w {
+		for i < len(v) && v[i].Name < b.Name {
+			i++
+		}
+		if i < len(v) && v[i].Name == b.Name {
+			v[i].Milli = max(v[i].Milli-b.Milli, 0)
+		}
+	}
+	out := v[:0]
+	for _, a := range v {
+		if a.Milli > 0 {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // merge applies op to the amounts of every name in v or w (absent = 0) and
