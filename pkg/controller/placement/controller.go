@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -77,10 +78,16 @@ type Controller struct {
 
 	queue  workqueue.TypedRateLimitingInterface[string]
 	synced []toolscache.InformerSynced
+	// started is set once the caches are synced and every placement is queued; until then
+	// event handlers only update the cache, since working out which placements an event
+	// affects would be wasted on the initial list of every object.
+	started atomic.Bool
 
-	// written remembers the resourceVersion of each PlacementDecision this controller last
-	// wrote, so that the informer event of its own write does not trigger another cycle.
-	written sync.Map
+	// decisionWrites and statusWrites remember this controller's own writes of decision
+	// lists and Placement status, so that their informer events trigger no cycle and a
+	// lister that has not caught up yet causes no second write.
+	decisionWrites writeTracker
+	statusWrites   writeTracker
 	// scoreWrites remembers when a placement's decisions were last rewritten only for scores,
 	// for scoreRateLimit.
 	scoreWrites sync.Map
@@ -147,11 +154,14 @@ func (c *Controller) Run(ctx context.Context) {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithName("placement")
 	ctx = klog.NewContext(ctx, logger)
+	syncStart := time.Now()
 	if !toolscache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
 	// Everything is scheduled once at start: informers' add events ran before the handlers
 	// were synced, and this is the same as OCM's start-up resync.
+	logger.V(2).Info("Caches synced", "after", time.Since(syncStart))
+	c.started.Store(true)
 	placements, _ := c.placements.List(labels.Everything())
 	for _, p := range placements {
 		c.enqueue(p)
@@ -203,7 +213,7 @@ func Handles(mode Mode, p *clusterv1beta1.Placement) bool {
 }
 
 func (c *Controller) enqueue(p *clusterv1beta1.Placement) {
-	if c.Handles(p) {
+	if c.started.Load() && c.Handles(p) {
 		c.queue.Add(p.Namespace + "/" + p.Name)
 	}
 }
@@ -234,6 +244,7 @@ func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
 			}
 			if p, ok := obj.(*clusterv1beta1.Placement); ok {
 				c.scoreWrites.Delete(p.Namespace + "/" + p.Name)
+				c.statusWrites.forget(p.Namespace + "/" + p.Name)
 			}
 		},
 	}
@@ -264,7 +275,7 @@ func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
 			c.cache.UpsertDecision(d)
 			// Someone else changed a decision we own: schedule again to repair it. The event of
 			// our own last write needs nothing.
-			if rv, ok := c.written.Load(d.Namespace + "/" + d.Name); ok && rv == d.ResourceVersion {
+			if c.decisionWrites.ours(d.Namespace+"/"+d.Name, d.Status.Decisions) {
 				return
 			}
 			if !equality.Semantic.DeepEqual(old.Status, d.Status) || !equality.Semantic.DeepEqual(old.Labels, d.Labels) {
@@ -277,7 +288,7 @@ func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
 			}
 			if d, ok := obj.(*clusterv1beta1.PlacementDecision); ok {
 				c.cache.DeleteDecision(d.Namespace, d.Name)
-				c.written.Delete(d.Namespace + "/" + d.Name)
+				c.decisionWrites.forget(d.Namespace + "/" + d.Name)
 				owner(d)
 			}
 		},

@@ -16,6 +16,9 @@ import (
 // spec.clusterSets allow that set, and for which affects says the change matters — plus every
 // placement that currently decides the cluster, which may have to drop it.
 func (c *Controller) enqueueForClusters(cluster string, affects func(*clusterv1beta1.Placement) bool, objs ...*clusterv1.ManagedCluster) {
+	if !c.started.Load() {
+		return
+	}
 	deciding := c.cache.DecidedBy(cluster)
 	memberOf := sets.New[string]()
 	allSets, _ := c.sets.List(labels.Everything())
@@ -67,6 +70,9 @@ func (c *Controller) enqueueForClusters(cluster string, affects func(*clusterv1b
 
 // enqueueNamespace requeues the placements of a namespace that match.
 func (c *Controller) enqueueNamespace(ns string, match func(*clusterv1beta1.Placement) bool) {
+	if !c.started.Load() {
+		return
+	}
 	ps, _ := c.placements.Placements(ns).List(labels.Everything())
 	for _, p := range ps {
 		if match(p) {

@@ -256,7 +256,6 @@ func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placem
 		if err != nil {
 			return fmt.Errorf("creating PlacementDecision %s: %w", d.name, err)
 		}
-		c.written.Store(created.Namespace+"/"+created.Name, created.ResourceVersion)
 		c.recorder.Eventf(p, created, corev1.EventTypeNormal, "DecisionCreate", "DecisionCreated",
 			"Decision %s is created with placement %s in namespace %s", d.name, p.Name, p.Namespace)
 		old = created
@@ -269,7 +268,7 @@ func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placem
 			return fmt.Errorf("updating labels of PlacementDecision %s: %w", d.name, err)
 		}
 	}
-	if equality.Semantic.DeepEqual(old.Status.Decisions, d.decisions) && old.Status.Decisions != nil {
+	if old.Status.Decisions != nil && c.decisionWrites.upToDate(old.Namespace+"/"+old.Name, old.Status.Decisions, d.decisions) {
 		return nil
 	}
 	if _, err := c.writeDecisionStatus(ctx, old, d.decisions); err != nil {
@@ -284,6 +283,7 @@ func (c *Controller) writeDecisionStatus(ctx context.Context, old *clusterv1beta
 	if decisions == nil {
 		decisions = []clusterv1beta1.ClusterDecision{}
 	}
+	c.decisionWrites.record(old.Namespace+"/"+old.Name, old.Status.Decisions, decisions)
 	// A merge patch of the whole list: no conflict with a concurrent label update, and no
 	// retry round trip when the informer has not seen our previous write yet.
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"decisions": decisions}})
@@ -292,22 +292,25 @@ func (c *Controller) writeDecisionStatus(ctx context.Context, old *clusterv1beta
 	}
 	out, err := c.client.ClusterV1beta1().PlacementDecisions(old.Namespace).Patch(ctx, old.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
+		c.decisionWrites.forget(old.Namespace + "/" + old.Name)
 		return nil, fmt.Errorf("updating PlacementDecision %s: %w", old.Name, err)
 	}
-	c.written.Store(out.Namespace+"/"+out.Name, out.ResourceVersion)
 	return out, nil
 }
 
 func (c *Controller) updateStatus(ctx context.Context, p *clusterv1beta1.Placement, status clusterv1beta1.PlacementStatus) error {
-	if equality.Semantic.DeepEqual(p.Status, status) {
+	key := p.Namespace + "/" + p.Name
+	if c.statusWrites.upToDate(key, p.Status, status) {
 		return nil
 	}
+	c.statusWrites.record(key, *p.Status.DeepCopy(), *status.DeepCopy())
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
 	_, err = c.client.ClusterV1beta1().Placements(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
+		c.statusWrites.forget(key)
 		return fmt.Errorf("updating status of placement %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil
