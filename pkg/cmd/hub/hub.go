@@ -7,12 +7,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -27,8 +29,10 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
+	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	fleetfitscheme "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/scheme"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
@@ -160,11 +164,21 @@ func (o *Options) Run(ctx context.Context) error {
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(clusterscheme.Scheme, "fleetfit-hub")
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clusterscheme.AddToScheme, fleetfitscheme.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	recorder := broadcaster.NewRecorder(scheme, "fleetfit-hub")
 
 	ctrl, err := placement.New(clusterClient, recorder, ocmInformers, fleetfitInformers, sched, cache.New(), placement.Options{
 		Mode: placement.Mode(o.Placements), Workers: o.Workers, Metrics: metrics,
 	})
+	if err != nil {
+		return err
+	}
+	validator, err := hpaintent.New(fleetfitClient, recorder, ocmInformers, fleetfitInformers, hpaintent.Options{})
 	if err != nil {
 		return err
 	}
@@ -181,8 +195,14 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 
+	run := func(ctx context.Context) {
+		var wg sync.WaitGroup
+		wg.Go(func() { validator.Run(ctx) })
+		wg.Go(func() { ctrl.Run(ctx) })
+		wg.Wait()
+	}
 	if !o.LeaderElect {
-		ctrl.Run(ctx)
+		run(ctx)
 		return nil
 	}
 	id, err := os.Hostname()
@@ -205,7 +225,7 @@ func (o *Options) Run(ctx context.Context) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Started leading", "identity", id)
-				ctrl.Run(ctx)
+				run(ctx)
 			},
 			OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", id) },
 		},

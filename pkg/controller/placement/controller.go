@@ -30,6 +30,7 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
@@ -476,7 +477,13 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*fleetfitv1alpha1.HPAIntent)
 			in, ok2 := newObj.(*fleetfitv1alpha1.HPAIntent)
-			if ok1 && ok2 && old.Generation != in.Generation {
+			if !ok1 || !ok2 {
+				return
+			}
+			// A new spec, or a new verdict of the validation controller (a status change).
+			oldValid, oldKnown := hpaintent.IsValid(old)
+			valid, known := hpaintent.IsValid(in)
+			if old.Generation != in.Generation || oldValid != valid || oldKnown != known {
 				onIntent(in)
 			}
 		},

@@ -22,6 +22,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
@@ -49,11 +50,27 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	logger := klog.FromContext(ctx).WithValues("placement", klog.KObj(p))
 	ctx = klog.NewContext(ctx, logger)
 
+	intents := c.intentsFor(p)
+	for _, in := range intents {
+		// A broken intent stops scheduling, and the decisions stay as they are: better the
+		// last good placement than one computed without the intent's requirements.
+		valid, known := hpaintent.IsValid(in)
+		if !known {
+			logger.V(2).Info("Waiting for the HPAIntent to be validated", "hpaIntent", klog.KObj(in))
+			return nil // its validation requeues the placement
+		}
+		if !valid {
+			c.recorder.Eventf(p, in, corev1.EventTypeWarning, "HPAIntentInvalid", "Schedule",
+				"HPAIntent %s is invalid, so the placement is not rescheduled and keeps its decisions; see the intent's Valid condition", in.Name)
+			return nil
+		}
+	}
+
 	start := time.Now()
 	snap := c.cache.Snapshot()
 	req := &framework.Request{
 		Placement: p,
-		Intents:   c.intentsFor(p),
+		Intents:   intents,
 		Decided:   snap.BitsetOf(snap.DecidedNames(key)),
 		Now:       c.opts.Clock.Now(),
 	}

@@ -1,0 +1,151 @@
+package hpaintent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	clusterlisterv1beta1 "open-cluster-management.io/api/client/cluster/listers/cluster/v1beta1"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+)
+
+// Reasons of the Valid condition.
+const (
+	ReasonValid               = "Valid"
+	ReasonPlacementNotFound   = "PlacementNotFound"
+	ReasonInvalidWorkload     = string(hpa.ReasonInvalidWorkload)
+	ReasonInvalidRequirements = string(hpa.ReasonInvalidRequirements)
+)
+
+// maxMessageLength keeps a condition message within the API's limit.
+const maxMessageLength = 32 * 1024
+
+// check is one validity policy: ok, or a reason and a message saying what to
+// fix. Checks never fail transiently: listers read the informer cache.
+type check func(placements clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent) (reason, message string, ok bool)
+
+// checks run in order; every failing one contributes to the message and the
+// first one gives the reason.
+var checks = []check{placementExists, resolves}
+
+func placementExists(placements clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent) (string, string, bool) {
+	name := in.Spec.PlacementRef.Name
+	if _, err := placements.Placements(in.Namespace).Get(name); apierrors.IsNotFound(err) {
+		return ReasonPlacementNotFound, fmt.Sprintf("Placement %q not found in namespace %q: create it or fix spec.placementRef.name", name, in.Namespace), false
+	}
+	return "", "", true
+}
+
+func resolves(_ clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent) (string, string, bool) {
+	_, err := hpa.Resolve(in)
+	if err == nil {
+		return "", "", true
+	}
+	var msgs []string
+	for _, p := range hpa.Problems(err) {
+		msgs = append(msgs, p.Error())
+	}
+	if len(msgs) == 0 {
+		msgs = []string{err.Error()}
+	}
+	return string(hpa.ReasonOf(err)), strings.Join(msgs, "; "), false
+}
+
+// validCondition runs the checks and returns the Valid condition for the
+// intent's current generation, stamped with now.
+func validCondition(placements clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent, now metav1.Time) metav1.Condition {
+	cond := metav1.Condition{
+		Type:               v1alpha1.ConditionValid,
+		Status:             metav1.ConditionTrue,
+		Reason:             ReasonValid,
+		Message:            fmt.Sprintf("Placement %q exists and all %d consumers resolve", in.Spec.PlacementRef.Name, len(in.Spec.Consumers)),
+		ObservedGeneration: in.Generation,
+		LastTransitionTime: now,
+	}
+	var msgs []string
+	for _, chk := range checks {
+		reason, msg, ok := chk(placements, in)
+		if ok {
+			continue
+		}
+		if len(msgs) == 0 {
+			cond.Status, cond.Reason = metav1.ConditionFalse, reason
+		}
+		msgs = append(msgs, msg)
+	}
+	if len(msgs) > 0 {
+		cond.Message = strings.Join(msgs, "; ")
+		if len(cond.Message) > maxMessageLength {
+			cond.Message = cond.Message[:maxMessageLength-3] + "..."
+		}
+	}
+	return cond
+}
+
+// sync sets the Valid condition of one intent. It returns an error only for a
+// failed status write, which is retried; an invalid intent is a condition and
+// an event, and waits for the user's next change (or its Placement's arrival).
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key we produce; nothing to retry
+	}
+	in, err := c.intents.HPAIntents(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !in.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	logger := klog.FromContext(ctx).WithValues("hpaIntent", klog.KObj(in))
+
+	cond := validCondition(c.placements, in, metav1.NewTime(c.opts.Clock.Now()))
+	previous := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionValid)
+	status := in.Status.DeepCopy()
+	meta.SetStatusCondition(&status.Conditions, cond)
+	if equality.Semantic.DeepEqual(&in.Status, status) {
+		return nil
+	}
+	updated := in.DeepCopy()
+	updated.Status = *status
+	if _, err := c.client.FleetfitV1alpha1().HPAIntents(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating status of HPAIntent %s: %w", key, err)
+	}
+	logger.V(2).Info("Updated HPAIntent validity", "valid", cond.Status, "reason", cond.Reason)
+
+	// Events are recorded after the write, so a retried write does not repeat
+	// them: one Warning per new verdict of invalidity, one Normal on recovery.
+	switch {
+	case cond.Status == metav1.ConditionFalse && (previous == nil || previous.Status != metav1.ConditionFalse ||
+		previous.Reason != cond.Reason || previous.Message != cond.Message):
+		c.recorder.Eventf(in, nil, corev1.EventTypeWarning, cond.Reason, "Validate", "%s", cond.Message)
+	case cond.Status == metav1.ConditionTrue && previous != nil && previous.Status == metav1.ConditionFalse:
+		c.recorder.Eventf(in, nil, corev1.EventTypeNormal, ReasonValid, "Validate", "%s", cond.Message)
+	}
+	return nil
+}
+
+// IsValid reports what the Valid condition says about the intent's current
+// generation: known is false while the controller has not judged that
+// generation yet, and valid is then false too. A caller that waits for the
+// verdict must watch for changes of the Valid condition, not only of the
+// intent's generation: writing the condition does not change the generation.
+func IsValid(in *v1alpha1.HPAIntent) (valid, known bool) {
+	cond := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionValid)
+	if cond == nil || cond.ObservedGeneration != in.Generation || cond.Status == metav1.ConditionUnknown {
+		return false, false
+	}
+	return cond.Status == metav1.ConditionTrue, true
+}

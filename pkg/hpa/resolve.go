@@ -1,0 +1,246 @@
+// Package hpa turns an HPAIntent into what the scheduler and the action
+// controller work with: per consumer, the replica count, the per-replica
+// mandatory requests in Kubernetes units, the mandatory node features as
+// NodeSelectorRequirements and the optional requirements with their weights.
+// It is the one place that knows EMCO's shorthands (legacy units, feature
+// value), so nothing downstream has to.
+//
+// Resolve also checks what the CRD cannot: that the consumers fit the
+// workload manifests the intent carries. Every problem it reports says what to
+// change.
+package hpa
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
+)
+
+// Resolved is an HPAIntent in resolved form. It shares nothing with the
+// intent it came from.
+type Resolved struct {
+	// Consumers in the order of spec.consumers.
+	Consumers []Consumer
+	// Manifests are spec.workload.manifests decoded, in their order; nil when
+	// the intent carries no workload.
+	Manifests []*unstructured.Unstructured
+}
+
+// Consumer is one resolved consumer.
+type Consumer struct {
+	Name string
+	// Target is the workload object and container, as in the spec. Container
+	// is empty when the consumer has only features, which bind to the pod.
+	Target v1alpha1.ConsumerTarget
+	// Manifest is the index in Resolved.Manifests of the target object, or -1
+	// when the intent carries no workload.
+	Manifest int
+	// Replicas is how many pods of the consumer one cluster must host:
+	// spec replicas when set, else what the target manifest says (see
+	// replicasOf), else 1.
+	Replicas int32
+	// ExclusiveCPU is spec exclusiveCPU; Resolve has checked that the pod can
+	// get Guaranteed QoS with whole cores.
+	ExclusiveCPU bool
+	// Requests are the per-replica mandatory requests in Kubernetes units:
+	// requests, or limits when only limits are set. Never nil.
+	Requests corev1.ResourceList
+	// Limits are the mandatory limits in Kubernetes units, for the resources
+	// that set them. Never nil.
+	Limits corev1.ResourceList
+	// Features are the mandatory node label requirements, in spec order, with
+	// EMCO's value shorthand expanded to In [value] and the default operator In.
+	Features []corev1.NodeSelectorRequirement
+	// Optional are the optional requirements in spec order.
+	Optional []OptionalRequirement
+}
+
+// OptionalRequirement is one optional requirement: a cluster that can meet it
+// scores in proportion to Weight. Exactly one of Requests or Feature is set.
+type OptionalRequirement struct {
+	Name string
+	// Weight is 1..10.
+	Weight int32
+	// Requests holds the one resource's per-replica request and Limits its
+	// limit when set; both nil for a feature.
+	Requests corev1.ResourceList
+	Limits   corev1.ResourceList
+	// Feature is the node label requirement; nil for a resource.
+	Feature *corev1.NodeSelectorRequirement
+}
+
+// Resolve resolves an intent. On error it returns nil and an error joining
+// one *Problem per thing to fix (see Problems and ReasonOf). It checks in
+// three stages and stops after the first that finds problems, since later
+// stages would only repeat them: the spec as the CRD checks it at admission
+// (for intents that never went through it, such as a CLI's files), then each
+// consumer's requirements (amounts in Kubernetes units, one mandatory amount
+// per resource, exclusiveCPU after conversion), then, when the intent
+// carries manifests, every consumer against the workload.
+func Resolve(intent *v1alpha1.HPAIntent) (*Resolved, error) {
+	if intent == nil {
+		return nil, &Problem{Reason: ReasonInvalidRequirements, Message: "no HPAIntent to resolve"}
+	}
+	var ps problems
+	for _, fe := range validation.ValidateHPAIntent(intent) {
+		ps.add(ReasonInvalidRequirements, "", "%s", fe.Error())
+	}
+	if len(ps) > 0 {
+		return nil, ps.err()
+	}
+
+	out := &Resolved{}
+	for i := range intent.Spec.Consumers {
+		c, cps := resolveConsumer(&intent.Spec.Consumers[i])
+		ps = append(ps, cps...)
+		out.Consumers = append(out.Consumers, c)
+	}
+	if len(ps) > 0 {
+		return nil, ps.err()
+	}
+	if intent.Spec.Workload != nil && len(intent.Spec.Workload.Manifests) > 0 {
+		var wps problems
+		out.Manifests, wps = decodeManifests(intent.Spec.Workload.Manifests)
+		if len(wps) == 0 {
+			wps = bindWorkload(out)
+		}
+		if len(wps) > 0 {
+			return nil, wps.err()
+		}
+	}
+	for i := range out.Consumers {
+		if out.Consumers[i].Replicas == replicasUnset {
+			out.Consumers[i].Replicas = 1
+		}
+	}
+	return out, nil
+}
+
+// replicasUnset marks a consumer whose replicas the spec leaves to the
+// workload; the CRD's minimum of 1 keeps it apart from any spec value.
+const replicasUnset int32 = -1
+
+// resolveConsumer converts one consumer's requirements. Its replicas and
+// manifest are settled later, by bindWorkload, when there is a workload.
+func resolveConsumer(in *v1alpha1.ResourceConsumer) (Consumer, problems) {
+	var ps problems
+	c := Consumer{
+		Name:         in.Name,
+		Target:       in.Target,
+		Manifest:     -1,
+		Replicas:     replicasUnset,
+		ExclusiveCPU: in.ExclusiveCPU,
+		Requests:     corev1.ResourceList{},
+		Limits:       corev1.ResourceList{},
+	}
+	if in.Replicas != nil {
+		c.Replicas = *in.Replicas
+	}
+	// requirementOf remembers which requirement set each mandatory resource,
+	// so that a second one can be named in the message.
+	requirementOf := map[corev1.ResourceName]string{}
+	for i := range in.Requirements {
+		r := &in.Requirements[i]
+		switch {
+		case r.Resource != nil:
+			name := corev1.ResourceName(r.Resource.Name)
+			requests, limits, err := amounts(r.Resource)
+			if err != nil {
+				ps.add(ReasonInvalidRequirements, in.Name, "requirement %q: %v", r.Name, err)
+				continue
+			}
+			if !r.IsMandatory() {
+				o := OptionalRequirement{Name: r.Name, Weight: r.EffectiveWeight(), Requests: corev1.ResourceList{name: requests}}
+				if limits != nil {
+					o.Limits = corev1.ResourceList{name: *limits}
+				}
+				c.Optional = append(c.Optional, o)
+				continue
+			}
+			if first, dup := requirementOf[name]; dup {
+				ps.add(ReasonInvalidRequirements, in.Name,
+					"requirements %q and %q are both mandatory amounts of %s, but a container has one request and one limit per resource; keep one of them",
+					first, r.Name, name)
+				continue
+			}
+			requirementOf[name] = r.Name
+			c.Requests[name] = requests
+			if limits != nil {
+				c.Limits[name] = *limits
+			}
+		case r.Feature != nil:
+			f := nodeSelectorRequirement(r.Feature)
+			if r.IsMandatory() {
+				c.Features = append(c.Features, f)
+			} else {
+				c.Optional = append(c.Optional, OptionalRequirement{Name: r.Name, Weight: r.EffectiveWeight(), Feature: &f})
+			}
+		}
+	}
+	if c.ExclusiveCPU {
+		ps = append(ps, checkExclusiveRequirements(&c)...)
+	}
+	return c, ps
+}
+
+// amounts returns the requests and limits of a resource in Kubernetes units.
+func amounts(a *v1alpha1.ResourceAmount) (requests resource.Quantity, limits *resource.Quantity, err error) {
+	requests, err = a.EffectiveRequests()
+	if err != nil {
+		return requests, nil, err
+	}
+	limits, err = a.EffectiveLimits()
+	return requests, limits, err
+}
+
+// nodeSelectorRequirement expands EMCO's shorthand and the default operator.
+func nodeSelectorRequirement(f *v1alpha1.FeatureRequirement) corev1.NodeSelectorRequirement {
+	op := f.Operator
+	if op == "" {
+		op = corev1.NodeSelectorOpIn
+	}
+	out := corev1.NodeSelectorRequirement{Key: f.Key, Operator: op}
+	switch {
+	case f.Value != "":
+		out.Values = []string{f.Value}
+	case len(f.Values) > 0:
+		out.Values = append([]string(nil), f.Values...)
+	}
+	return out
+}
+
+// checkExclusiveRequirements re-checks, after unit conversion, what the CRD
+// checks as written: the consumer's own cpu and memory give Guaranteed QoS
+// with whole cores. It only fails when the CRD and the conversion disagree,
+// which would be a bug, but then the message still says what to fix.
+func checkExclusiveRequirements(c *Consumer) problems {
+	var ps problems
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if msg := guaranteed(c.Requests, c.Limits, name); msg != "" {
+			ps.add(ReasonInvalidRequirements, c.Name, "exclusiveCPU needs Guaranteed QoS, but its %s; set a mandatory %s requirement with requests equal to limits", msg, name)
+		}
+	}
+	if cpu, ok := c.Requests[corev1.ResourceCPU]; ok && cpu.MilliValue()%1000 != 0 {
+		ps.add(ReasonInvalidRequirements, c.Name, "exclusiveCPU needs whole cores, but cpu is %s; use an integer such as %d", cpu.String(), cpu.MilliValue()/1000+1)
+	}
+	return ps
+}
+
+// guaranteed describes why a container with these requests and limits does
+// not count as Guaranteed for one resource, or returns "" when it does.
+func guaranteed(requests, limits corev1.ResourceList, name corev1.ResourceName) string {
+	l, hasLimit := limits[name]
+	r, hasRequest := requests[name]
+	switch {
+	case !hasLimit:
+		return fmt.Sprintf("%s has no limits", name)
+	case hasRequest && r.Cmp(l) != 0:
+		return fmt.Sprintf("%s requests %s differ from limits %s", name, r.String(), l.String())
+	}
+	return ""
+}
