@@ -33,17 +33,18 @@ type OCMProcess struct {
 //	placement controller --kubeconfig=<hub> --namespace=default \
 //	    --disable-leader-election --listen=127.0.0.1:<port>
 //
-// The caller stops it with Stop, or leaves that to hub.Stop.
-func StartOCMPlacement(ctx context.Context, hub *ControlPlane) (*OCMProcess, error) {
+// extraArgs are appended (for example --kube-api-qps). The caller stops it with Stop, or
+// leaves that to hub.Stop.
+func StartOCMPlacement(ctx context.Context, hub *ControlPlane, extraArgs ...string) (*OCMProcess, error) {
 	return startOCM(ctx, "placement", hub, []*ControlPlane{hub}, func(dir string) ([]string, error) {
 		kubeconfig, err := writeKubeconfig(hub, dir, "hub.kubeconfig")
 		if err != nil {
 			return nil, err
 		}
-		return []string{
+		return append([]string{
 			"controller",
 			"--kubeconfig=" + kubeconfig,
-		}, nil
+		}, extraArgs...), nil
 	})
 }
 

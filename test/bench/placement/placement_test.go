@@ -6,7 +6,10 @@
 // clusters (default 2,000; labels, claims, 5% tainted NoSelect) in one cluster set bound to
 // ten namespaces, and FLEETFIT_BENCH_PLACEMENTS Placements (default 1,000; a label predicate,
 // numberOfClusters 1..10, some tolerating the taint). The clock starts when the scheduler
-// starts and stops when every Placement has PlacementSatisfied=True.
+// starts and stops when every Placement has PlacementSatisfied=True. Both schedulers talk to
+// the API server at the same client rate, FLEETFIT_BENCH_QPS (default 50 — both their
+// defaults — with a burst of twice that); at 50 both are mostly waiting for their rate
+// limiter, so a higher rate shows the schedulers' own cost.
 package placement
 
 import (
@@ -60,12 +63,13 @@ func envInt(name string, def int) int {
 func BenchmarkPlacementEndToEnd(b *testing.B) {
 	clusters := envInt("FLEETFIT_BENCH_CLUSTERS", 2000)
 	placements := envInt("FLEETFIT_BENCH_PLACEMENTS", 1000)
+	qps := envInt("FLEETFIT_BENCH_QPS", 50)
 	results := map[string]float64{}
 	for _, sched := range []string{"fleetfit", "ocm"} {
 		b.Run(sched, func(b *testing.B) {
 			var total time.Duration
 			for range b.N {
-				total += runOnce(b, sched, clusters, placements)
+				total += runOnce(b, sched, clusters, placements, qps)
 			}
 			secs := total.Seconds() / float64(b.N)
 			results[sched] = secs
@@ -74,12 +78,12 @@ func BenchmarkPlacementEndToEnd(b *testing.B) {
 		})
 	}
 	if results["fleetfit"] > 0 && results["ocm"] > 0 {
-		b.Logf("%d clusters, %d placements: fleetfit %.2fs, OCM %.2fs, OCM/fleetfit = %.1fx",
-			clusters, placements, results["fleetfit"], results["ocm"], results["ocm"]/results["fleetfit"])
+		b.Logf("%d clusters, %d placements, %d QPS: fleetfit %.2fs, OCM %.2fs, OCM/fleetfit = %.1fx",
+			clusters, placements, qps, results["fleetfit"], results["ocm"], results["ocm"]/results["fleetfit"])
 	}
 }
 
-func runOnce(b *testing.B, sched string, clusters, placements int) time.Duration {
+func runOnce(b *testing.B, sched string, clusters, placements, qps int) time.Duration {
 	b.StopTimer()
 	ctx := context.Background()
 	hub, err := framework.StartControlPlane(ctx, "bench-"+sched, framework.Options{})
@@ -103,7 +107,7 @@ func runOnce(b *testing.B, sched string, clusters, placements int) time.Duration
 
 	b.StartTimer()
 	start := time.Now()
-	stop, err := startScheduler(ctx, b, sched, hub)
+	stop, err := startScheduler(ctx, b, sched, hub, qps)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,10 +177,10 @@ func writes(ctx context.Context, b *testing.B, hub *framework.ControlPlane) map[
 }
 
 // startScheduler starts fleetfit-hub in-process, or OCM's placement controller as a process,
-// each with its default client rate limits (50 QPS, burst 100).
-func startScheduler(ctx context.Context, b *testing.B, sched string, hub *framework.ControlPlane) (func(), error) {
+// each with the same client rate limits.
+func startScheduler(ctx context.Context, b *testing.B, sched string, hub *framework.ControlPlane, qps int) (func(), error) {
 	if sched == "ocm" {
-		p, err := framework.StartOCMPlacement(ctx, hub)
+		p, err := framework.StartOCMPlacement(ctx, hub, fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", 2*qps))
 		if err != nil {
 			return nil, err
 		}
@@ -192,6 +196,7 @@ func startScheduler(ctx context.Context, b *testing.B, sched string, hub *framew
 	}
 	o := hubcmd.NewOptions()
 	o.Kubeconfig, o.LeaderElect = path, false
+	o.QPS, o.Burst = float32(qps), 2*qps
 	o.Serving.SecureServing.BindPort = 0
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
