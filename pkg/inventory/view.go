@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -66,6 +67,11 @@ func (r *Request) Selector() *Selector { return r.sel }
 // ever count as room.
 type View struct {
 	shapes []viewShape
+
+	// packingOnce guards packing, the scales Allocations use, computed on
+	// the first Allocate so that views that are never allocated do not pay.
+	packingOnce sync.Once
+	packing     *packing
 }
 
 type viewShape struct {
@@ -133,19 +139,29 @@ type need struct {
 }
 
 func (s *viewShape) needs(r *Request) []need {
-	out := make([]need, 0, len(r.amounts)+1)
-	add := func(name corev1.ResourceName, milli int64) {
-		i := sort.Search(len(s.names), func(i int) bool { return s.names[i] >= name })
-		if i == len(s.names) || s.names[i] != name {
-			i = -1
-		}
-		out = append(out, need{name: name, milli: milli, index: i})
-	}
+	return s.appendNeeds(make([]need, 0, len(r.amounts)+1), r)
+}
+
+// appendNeeds appends needs(r) to out, so that callers may reuse a buffer.
+// Both r.amounts and s.names are sorted, so one walk finds the indexes.
+func (s *viewShape) appendNeeds(out []need, r *Request) []need {
+	j := 0
 	for _, a := range r.amounts {
-		add(a.Name, a.Milli)
+		for j < len(s.names) && s.names[j] < a.Name {
+			j++
+		}
+		i := -1
+		if j < len(s.names) && s.names[j] == a.Name {
+			i = j
+		}
+		out = append(out, need{name: a.Name, milli: a.Milli, index: i})
 	}
 	if s.podSlots && r.pods > 0 {
-		add(corev1.ResourcePods, r.pods)
+		i := sort.Search(len(s.names), func(i int) bool { return s.names[i] >= corev1.ResourcePods })
+		if i == len(s.names) || s.names[i] != corev1.ResourcePods {
+			i = -1
+		}
+		out = append(out, need{name: corev1.ResourcePods, milli: r.pods, index: i})
 	}
 	return out
 }

@@ -125,3 +125,19 @@ func (r *Result) Materialize() {
 		r.Feasible.ForEach(func(i int) { p.Scores[r.snap.Cluster(i).Name()] = p.scores[i] })
 	}
 }
+
+// Before returns the clusters that passed every filter that runs before the named one in the
+// pipeline (the available clusters when it is the first), or nil when it did not run.
+func (r *Result) Before(plugin string) *framework.Bitset {
+	prev := r.Available
+	for _, f := range r.Filters {
+		if f.Plugin == plugin {
+			return prev
+		}
+		prev = f.set
+	}
+	return nil
+}
+
+// Snapshot returns the snapshot the cycle ran on.
+func (r *Result) Snapshot() *framework.Snapshot { return r.snap }

@@ -80,13 +80,18 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := startAgents(ctx, out, fleet); err != nil {
+		return err
+	}
 	decided, err := startHub(ctx, out, fleet, filepath.Join(o.Dir, "hub.kubeconfig"))
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, `
 On the hub: ManagedClusters %s, the Placement %s/fwall and the HPAIntent %s/fwall
-(EMCO's firewall example). fleetfit-hub runs and has scheduled the Placement: %s.
+(EMCO's firewall example). Each managed cluster has nodes (cluster1 a GPU node, the others
+CPU nodes) and a fleetfit agent reporting them; fleetfit-hub runs and has scheduled the
+Placement by the intent's requirements: %s.
 Look around with kubectl, for example:
 
   kubectl --kubeconfig %s get managedclusters,placements,placementdecisions,hpaintents -A
@@ -173,4 +178,44 @@ func startHub(ctx context.Context, out io.Writer, f *framework.Fleet, kubeconfig
 		return "", fmt.Errorf("waiting for fleetfit-hub to schedule %s/%s: %w", Namespace, ut.FwallName, err)
 	}
 	return strings.Join(decided, ", "), nil
+}
+
+// demoNodes are the nodes of each managed cluster: the first has an A100 GPU node, the others
+// CPU nodes with and without AVX-512.
+func demoNodes(i int) []*corev1.Node {
+	if i == 0 {
+		return []*corev1.Node{
+			ut.MakeNode("gpu-a100-0").Resource("cpu", "32").Resource("memory", "128Gi").Resource("nvidia.com/gpu", "4").
+				Label("nvidia.com/gpu.product", "A100").Label("feature.node.kubernetes.io/cpu-cpuid.AVX512F", "true").Obj(),
+			ut.MakeNode("cpu-0").Resource("cpu", "8").Resource("memory", "32Gi").Obj(),
+		}
+	}
+	return []*corev1.Node{
+		ut.MakeNode("cpu-avx512-0").Resource("cpu", "16").Resource("memory", "64Gi").
+			Label("feature.node.kubernetes.io/cpu-cpuid.AVX512F", "true").Obj(),
+		ut.MakeNode("cpu-1").Resource("cpu", "16").Resource("memory", "64Gi").Obj(),
+	}
+}
+
+// startAgents creates the demo nodes and runs a fleetfit agent per managed cluster until ctx
+// ends.
+func startAgents(ctx context.Context, out io.Writer, f *framework.Fleet) error {
+	fmt.Fprintln(out, "Creating nodes and starting a fleetfit agent on each managed cluster...")
+	for i, spoke := range f.Spokes {
+		for _, n := range demoNodes(i) {
+			if err := framework.CreateNode(ctx, spoke.AdminClient(), n); err != nil {
+				return err
+			}
+		}
+		done, err := framework.StartAgent(ctx, f.Hub, spoke, framework.SpokeName(i), time.Second)
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := <-done; err != nil {
+				fmt.Fprintf(out, "fleetfit-agent of %s stopped: %v\n", framework.SpokeName(i), err)
+			}
+		}()
+	}
+	return nil
 }

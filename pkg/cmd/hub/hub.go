@@ -172,7 +172,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	recorder := broadcaster.NewRecorder(scheme, "fleetfit-hub")
 
-	ctrl, err := placement.New(clusterClient, recorder, ocmInformers, fleetfitInformers, sched, cache.New(), placement.Options{
+	ctrl, err := placement.New(placement.Clients{Cluster: clusterClient, Fleetfit: fleetfitClient, Recorder: recorder}, ocmInformers, fleetfitInformers, sched, cache.New(), placement.Options{
 		Mode: placement.Mode(o.Placements), Workers: o.Workers, Metrics: metrics,
 	})
 	if err != nil {

@@ -31,6 +31,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
@@ -61,11 +62,22 @@ type Options struct {
 	Workers int
 	Clock   clock.Clock
 	Metrics *Metrics
+	// ReservationTimeout is how long capacity promised to a new decision is held when the
+	// cluster's inventory does not show it used (default 5 minutes).
+	ReservationTimeout time.Duration
+}
+
+// Clients are what the controller writes with.
+type Clients struct {
+	Cluster  clusterclient.Interface
+	Fleetfit fleetfitclient.Interface
+	Recorder events.EventRecorder
 }
 
 // Controller schedules Placements.
 type Controller struct {
 	client    clusterclient.Interface
+	fleetfit  fleetfitclient.Interface
 	recorder  events.EventRecorder
 	cache     *cache.Cache
 	scheduler *scheduler.Scheduler
@@ -95,8 +107,8 @@ type Controller struct {
 }
 
 // New wires the controller to the informers. Call Run after starting the factories.
-func New(client clusterclient.Interface, recorder events.EventRecorder, ocm clusterinformers.SharedInformerFactory,
-	fleetfit fleetfitinformers.SharedInformerFactory, sched *scheduler.Scheduler, c *cache.Cache, opts Options) (*Controller, error) {
+func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit fleetfitinformers.SharedInformerFactory,
+	sched *scheduler.Scheduler, c *cache.Cache, opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
@@ -121,7 +133,7 @@ func New(client clusterclient.Interface, recorder events.EventRecorder, ocm clus
 	ii := fleetfit.Fleetfit().V1alpha1().ClusterInventories()
 	hi := fleetfit.Fleetfit().V1alpha1().HPAIntents()
 	ctrl := &Controller{
-		client: client, recorder: recorder, cache: c, scheduler: sched, opts: opts,
+		client: clients.Cluster, fleetfit: clients.Fleetfit, recorder: clients.Recorder, cache: c, scheduler: sched, opts: opts,
 		placements: pi.Lister(), decisions: di.Lister(), sets: si.Lister(), bindings: bi.Lister(), intents: hi.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placements"}),

@@ -74,7 +74,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		Decided:   snap.BitsetOf(snap.DecidedNames(key)),
 		Now:       c.opts.Clock.Now(),
 	}
-	res := c.scheduler.Schedule(ctx, snap, req, scheduler.Options{})
+	// With intents, rejections are recorded: the intents' Scheduled condition says why.
+	res := c.scheduler.Schedule(ctx, snap, req, scheduler.Options{Explain: len(intents) > 0})
 	c.opts.Metrics.observeCycle(res, time.Since(start))
 
 	if res.Failed() {
@@ -105,7 +106,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	c.opts.Metrics.bindDuration.Observe(time.Since(bindStart).Seconds())
 
+	c.reserve(p, intents, snap.DecidedNames(key), res.Decisions(), req.Now)
 	if err := c.updateStatus(ctx, p, statusFor(p, res, desired)); err != nil {
+		return err
+	}
+	if err := c.updateIntents(ctx, p, intents, req, res); err != nil {
 		return err
 	}
 	if res.Status.Code() == framework.Warning {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -28,8 +29,10 @@ type Cache struct {
 	clusters    map[string]*clusterv1.ManagedCluster
 	scores      map[string]map[string]*clusterv1alpha1.AddOnPlacementScore
 	inventories map[string]*fleetfitv1alpha1.ClusterInventory
-	infos       map[string]*framework.ClusterInfo // built lazily; deleted when stale
-	sorted      []string                          // cluster names in order; nil when membership changed
+	// reservations hold, per cluster, capacity promised by decisions and not yet seen used.
+	reservations map[string][]framework.Reservation
+	infos        map[string]*framework.ClusterInfo // built lazily; deleted when stale
+	sorted       []string                          // cluster names in order; nil when membership changed
 
 	sets     map[string]*clusterv1beta2.ManagedClusterSet
 	bindings map[string]map[string]struct{}
@@ -54,6 +57,7 @@ func New() *Cache {
 		clusters:     map[string]*clusterv1.ManagedCluster{},
 		scores:       map[string]map[string]*clusterv1alpha1.AddOnPlacementScore{},
 		inventories:  map[string]*fleetfitv1alpha1.ClusterInventory{},
+		reservations: map[string][]framework.Reservation{},
 		infos:        map[string]*framework.ClusterInfo{},
 		sets:         map[string]*clusterv1beta2.ManagedClusterSet{},
 		bindings:     map[string]map[string]struct{}{},
@@ -86,6 +90,7 @@ func (c *Cache) Snapshot() *framework.Snapshot {
 		info := c.infos[name]
 		if info == nil {
 			info = framework.NewClusterInfo(c.clusters[name], c.scores[name], c.inventories[name])
+			info.Reservations = c.reservations[name]
 			c.infos[name] = info
 		}
 		in.Clusters = append(in.Clusters, info)
@@ -179,7 +184,67 @@ func (c *Cache) UpsertInventory(inv *fleetfitv1alpha1.ClusterInventory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.inventories[inv.Namespace] = inv
+	// Reservations whose pods the new report shows are done.
+	if rs := c.reservations[inv.Namespace]; len(rs) > 0 {
+		kept := make([]framework.Reservation, 0, len(rs))
+		for _, r := range rs {
+			if !r.Seen(inv) {
+				kept = append(kept, r)
+			}
+		}
+		c.setReservations(inv.Namespace, kept)
+	}
 	c.clusterInputChanged(inv.Namespace)
+}
+
+// Inventory returns the cached ClusterInventory of a cluster.
+func (c *Cache) Inventory(cluster string) *fleetfitv1alpha1.ClusterInventory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inventories[cluster]
+}
+
+// Reserve replaces the placement's reservations on a cluster with rs (all for that placement).
+// Expired reservations of any placement are dropped at the same time.
+func (c *Cache) Reserve(cluster, placementKey string, rs []framework.Reservation, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := make([]framework.Reservation, 0, len(c.reservations[cluster])+len(rs))
+	for _, r := range c.reservations[cluster] {
+		if r.Placement != placementKey && r.Active(now) {
+			kept = append(kept, r)
+		}
+	}
+	kept = append(kept, rs...)
+	c.setReservations(cluster, kept)
+	c.clusterInputChanged(cluster)
+}
+
+// Unreserve drops the placement's reservations on a cluster.
+func (c *Cache) Unreserve(cluster, placementKey string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rs := c.reservations[cluster]
+	kept := make([]framework.Reservation, 0, len(rs))
+	for _, r := range rs {
+		if r.Placement != placementKey {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == len(rs) {
+		return
+	}
+	c.setReservations(cluster, kept)
+	c.clusterInputChanged(cluster)
+}
+
+// setReservations stores a new slice (never modifying one a snapshot may hold).
+func (c *Cache) setReservations(cluster string, rs []framework.Reservation) {
+	if len(rs) == 0 {
+		delete(c.reservations, cluster)
+		return
+	}
+	c.reservations[cluster] = rs
 }
 
 // DeleteInventory forgets a ClusterInventory.

@@ -2,12 +2,14 @@ package cache
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -89,5 +91,26 @@ func TestDecisionsAreCounted(t *testing.T) {
 	}
 	if got := c.DecidedBy("a"); got.Len() != 0 {
 		t.Errorf("DecidedBy(a) = %v after a left every decision", got)
+	}
+}
+
+func TestReservations(t *testing.T) {
+	c := New()
+	c.UpsertCluster(utiltesting.MakeCluster("a").Obj())
+	now := time.Now()
+	c.Reserve("a", "ns/p", []framework.Reservation{{Placement: "ns/p", Replicas: 1, Until: now.Add(time.Minute)}}, now)
+	c.Reserve("a", "ns/q", []framework.Reservation{{Placement: "ns/q", Replicas: 2, Until: now.Add(time.Minute)}}, now)
+	if got := len(c.Snapshot().Cluster(0).Reservations); got != 2 {
+		t.Fatalf("%d reservations, want 2", got)
+	}
+	c.Unreserve("a", "ns/p")
+	rs := c.Snapshot().Cluster(0).Reservations
+	if len(rs) != 1 || rs[0].Placement != "ns/q" {
+		t.Errorf("after Unreserve: %+v, want only ns/q's", rs)
+	}
+	// An expired reservation is dropped by the next Reserve on the cluster.
+	c.Reserve("a", "ns/r", nil, now.Add(2*time.Minute))
+	if rs := c.Snapshot().Cluster(0).Reservations; len(rs) != 0 {
+		t.Errorf("expired reservations kept: %+v", rs)
 	}
 }

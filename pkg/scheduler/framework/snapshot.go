@@ -30,6 +30,9 @@ type ClusterInfo struct {
 	Inventory *fleetfitv1alpha1.ClusterInventory
 	// View answers per-node fit queries over Inventory; nil when Inventory is nil.
 	View *inventory.View
+	// Reservations are the capacity decisions promised on the cluster that its inventory does
+	// not show yet; use the active ones only (Reservation.Active).
+	Reservations []Reservation
 }
 
 // NewClusterInfo builds the info for a cluster.

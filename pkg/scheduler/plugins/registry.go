@@ -6,6 +6,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/addon"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/balance"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/predicate"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/resource"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/steady"
@@ -27,5 +28,6 @@ func NewRegistry() framework.Registry {
 		addon.Name:                 addon.New,
 		predicate.Name:             predicate.New,
 		tainttoleration.Name:       tainttoleration.New,
+		hardwarefit.Name:           hardwarefit.New,
 	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -73,14 +74,14 @@ func TestAgentReportsToHub(t *testing.T) {
 	// Five nodes: two A100 nodes, one T4 node and two without GPUs; one A100
 	// node and one CPU node are partly taken.
 	nodes := []*corev1.Node{
-		makeNode("a100-0").resource("cpu", "32").resource("memory", "128Gi").resource(gpu, "4").label(gpuProduct, "A100").obj(),
-		makeNode("a100-1").resource("cpu", "32").resource("memory", "128Gi").resource(gpu, "4").label(gpuProduct, "A100").obj(),
-		makeNode("t4-0").resource("cpu", "16").resource("memory", "64Gi").resource(gpu, "2").label(gpuProduct, "T4").obj(),
-		makeNode("cpu-0").resource("cpu", "8").resource("memory", "32Gi").obj(),
-		makeNode("cpu-1").resource("cpu", "8").resource("memory", "32Gi").obj(),
+		ut.MakeNode("a100-0").Resource("cpu", "32").Resource("memory", "128Gi").Resource(gpu, "4").Label(gpuProduct, "A100").Obj(),
+		ut.MakeNode("a100-1").Resource("cpu", "32").Resource("memory", "128Gi").Resource(gpu, "4").Label(gpuProduct, "A100").Obj(),
+		ut.MakeNode("t4-0").Resource("cpu", "16").Resource("memory", "64Gi").Resource(gpu, "2").Label(gpuProduct, "T4").Obj(),
+		ut.MakeNode("cpu-0").Resource("cpu", "8").Resource("memory", "32Gi").Obj(),
+		ut.MakeNode("cpu-1").Resource("cpu", "8").Resource("memory", "32Gi").Obj(),
 	}
 	for _, n := range nodes {
-		if err := createNode(ctx, spoke, n); err != nil {
+		if err := framework.CreateNode(ctx, spoke, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,8 +89,8 @@ func TestAgentReportsToHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := []*corev1.Pod{
-		makePod(testNS, "train", "a100-0", corev1.ResourceList{"cpu": resource.MustParse("10"), "memory": resource.MustParse("20Gi"), gpu: resource.MustParse("3")}),
-		makePod(testNS, "web", "cpu-0", corev1.ResourceList{"cpu": resource.MustParse("6")}),
+		ut.MakePod(testNS, "train", "a100-0", corev1.ResourceList{"cpu": resource.MustParse("10"), "memory": resource.MustParse("20Gi"), gpu: resource.MustParse("3")}),
+		ut.MakePod(testNS, "web", "cpu-0", corev1.ResourceList{"cpu": resource.MustParse("6")}),
 	}
 	for _, p := range pods {
 		if _, err := spoke.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"maps"
 	"os"
 	"path/filepath"
@@ -39,9 +40,9 @@ func TestAgentCommand(t *testing.T) {
 	if err := framework.Apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC); err != nil {
 		t.Fatal(err)
 	}
-	node := makeNode("cmd-0").resource("cpu", "4").resource("memory", "16Gi").
-		label("example.com/rack", "r1").label(gpuProduct, "T4").obj()
-	if err := createNode(ctx, spoke.AdminClient(), node); err != nil {
+	node := ut.MakeNode("cmd-0").Resource("cpu", "4").Resource("memory", "16Gi").
+		Label("example.com/rack", "r1").Label(gpuProduct, "T4").Obj()
+	if err := framework.CreateNode(ctx, spoke.AdminClient(), node); err != nil {
 		t.Fatal(err)
 	}
 

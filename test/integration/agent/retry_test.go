@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestAgentRetriesUntilAllowed(t *testing.T) {
 	if err := framework.Apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC); err != nil {
 		t.Fatal(err)
 	}
-	if err := createNode(ctx, spoke.AdminClient(), makeNode("late-0").resource("cpu", "4").resource("memory", "16Gi").obj()); err != nil {
+	if err := framework.CreateNode(ctx, spoke.AdminClient(), ut.MakeNode("late-0").Resource("cpu", "4").Resource("memory", "16Gi").Obj()); err != nil {
 		t.Fatal(err)
 	}
 

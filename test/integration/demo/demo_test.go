@@ -76,7 +76,7 @@ func TestDemoFleet(t *testing.T) {
 		}
 	}()
 	<-checked
-	for _, want := range []string{"CLUSTER", "hub.kubeconfig", "cluster2", "has scheduled the Placement: cluster", "Press Ctrl-C"} {
+	for _, want := range []string{"CLUSTER", "hub.kubeconfig", "cluster2", "Placement by the intent's requirements: cluster1", "Press Ctrl-C"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -1,0 +1,171 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
+)
+
+// defaultReservationTimeout is how long capacity promised to a new decision is held when the
+// cluster's inventory never shows the pods (the workload was not delivered, or failed).
+const defaultReservationTimeout = 5 * time.Minute
+
+// reserve records, for each cluster the placement newly decides, what its intents will use
+// there, and forgets the reservations of clusters it no longer decides.
+func (c *Controller) reserve(p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent, before []string, after []scheduler.Decision, now time.Time) {
+	key := p.Namespace + "/" + p.Name
+	kept := sets.New[string]()
+	for _, d := range after {
+		kept.Insert(d.ClusterName)
+	}
+	for _, name := range before {
+		if !kept.Has(name) {
+			c.cache.Unreserve(name, key)
+		}
+	}
+	if len(intents) == 0 {
+		return
+	}
+	added := kept.Difference(sets.New(before...))
+	if added.Len() == 0 {
+		return
+	}
+	var consumers []hardwarefit.Consumer
+	for _, in := range intents {
+		cs, err := hardwarefit.Compile(in)
+		if err != nil {
+			return // validation reports it; the cycle would have failed first
+		}
+		consumers = append(consumers, cs...)
+	}
+	timeout := c.opts.ReservationTimeout
+	if timeout <= 0 {
+		timeout = defaultReservationTimeout
+	}
+	for name := range added {
+		base := framework.RequestedTotals(c.cache.Inventory(name))
+		rs := make([]framework.Reservation, 0, len(consumers))
+		for _, cs := range consumers {
+			if cs.Replicas <= 0 {
+				continue
+			}
+			amounts := corev1.ResourceList{}
+			for res, q := range cs.Requests {
+				total := q.DeepCopy()
+				total.Mul(cs.Replicas)
+				amounts[res] = total
+			}
+			rs = append(rs, framework.Reservation{
+				Placement: key, Request: cs.Request, Replicas: cs.Replicas,
+				Amounts: amounts, Base: base, Until: now.Add(timeout),
+			})
+		}
+		c.cache.Reserve(name, key, rs, now)
+	}
+}
+
+// maxListed is how many clusters or reasons a condition message names.
+const maxListed = 5
+
+// updateIntents writes each intent's Scheduled condition and candidates after a cycle: per
+// consumer, the clusters that pass every other filter and where that consumer's replicas fit,
+// as an allow or a deny list, whichever is shorter (EMCO's partition candidates).
+func (c *Controller) updateIntents(ctx context.Context, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent,
+	req *framework.Request, res *scheduler.Result) error {
+	if len(intents) == 0 {
+		return nil
+	}
+	snap := res.Snapshot()
+	eligible := res.Before(hardwarefit.Name)
+	if eligible == nil {
+		eligible = res.Available
+	}
+	decisions := res.Decisions()
+	var errs []error
+	for _, in := range intents {
+		consumers, err := hardwarefit.Compile(in)
+		if err != nil {
+			continue
+		}
+		status := in.Status.DeepCopy()
+		status.Candidates = nil
+		for _, cs := range consumers {
+			allow := framework.NewBitset(snap.NumClusters())
+			eligible.ForEach(func(i int) {
+				if ok, _ := hardwarefit.FitsConsumer(snap.Cluster(i), cs, req.Key(), req.Decided.Has(i), req.Now); ok {
+					allow.Set(i)
+				}
+			})
+			status.Candidates = append(status.Candidates, candidates(snap, cs, eligible, allow))
+		}
+		meta.SetStatusCondition(&status.Conditions, scheduledCondition(in, p, decisions, res))
+		if equality.Semantic.DeepEqual(*status, in.Status) {
+			continue
+		}
+		upd := in.DeepCopy()
+		upd.Status = *status
+		if _, err := c.fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("updating status of HPAIntent %s/%s: %w", in.Namespace, in.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%v", errs)
+	}
+	return nil
+}
+
+func candidates(snap *framework.Snapshot, cs hardwarefit.Consumer, eligible, allow *framework.Bitset) fleetfitv1alpha1.ConsumerCandidates {
+	deny := eligible.Clone()
+	deny.AndNot(allow)
+	out := fleetfitv1alpha1.ConsumerCandidates{Consumer: cs.Name, Replicas: int32(cs.Replicas), Mode: fleetfitv1alpha1.CandidateAllow}
+	list := allow
+	if deny.Count() < allow.Count() {
+		out.Mode, list = fleetfitv1alpha1.CandidateDeny, deny
+	}
+	list.ForEach(func(i int) { out.Clusters = append(out.Clusters, snap.Cluster(i).Name()) })
+	return out
+}
+
+func scheduledCondition(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, decisions []scheduler.Decision, res *scheduler.Result) metav1.Condition {
+	cond := metav1.Condition{Type: fleetfitv1alpha1.ConditionScheduled, ObservedGeneration: in.Generation}
+	if len(decisions) > 0 {
+		names := make([]string, 0, maxListed)
+		for _, d := range decisions[:min(len(decisions), maxListed)] {
+			names = append(names, d.ClusterName)
+		}
+		more := ""
+		if len(decisions) > maxListed {
+			more = fmt.Sprintf(" and %d more", len(decisions)-maxListed)
+		}
+		cond.Status, cond.Reason = metav1.ConditionTrue, "Scheduled"
+		cond.Message = fmt.Sprintf("Placement %s decides %d cluster(s): %s%s", p.Name, len(decisions), strings.Join(names, ", "), more)
+		return cond
+	}
+	cond.Status, cond.Reason = metav1.ConditionFalse, "NoFeasibleCluster"
+	var reasons []string
+	for _, f := range res.Filters {
+		for _, r := range f.Rejected {
+			if len(reasons) < maxListed {
+				reasons = append(reasons, r.Cluster+": "+r.Reason)
+			}
+		}
+	}
+	cond.Message = fmt.Sprintf("no cluster can host Placement %s", p.Name)
+	if len(reasons) > 0 {
+		cond.Message += ": " + strings.Join(reasons, "; ")
+	}
+	return cond
+}

@@ -1,0 +1,303 @@
+// Package hardwarefit is the HardwareFit plugin: the HPAIntents of a Placement decide which
+// clusters can host it, node by node.
+//
+// As a filter, a cluster is feasible only when, for every consumer of every intent, all the
+// replicas fit with their mandatory requirements: each replica on one node that has every
+// requested amount free at once and every required feature (OpenStack's numbered request
+// group: one provider), replicas sharing a node when they fit together and spreading when they
+// do not, one amount never split across nodes — and all consumers together, on the cluster's
+// free capacity minus what earlier decisions have reserved but its inventory does not show yet.
+// The cluster's total free capacity never makes it feasible by itself. The node view comes
+// from the ClusterInventory the fleetfit agent reports; a cluster without one, or with one
+// older than StaleAfter, is not feasible (explain says so).
+//
+// A cluster the placement already decides keeps passing as long as its nodes still have the
+// required features: its own pods may be running there and using the room they need, which a
+// fresh fit check would count against it. Steady then keeps the decision stable.
+//
+// As a prioritizer, a feasible cluster scores 100 × (weight of the optional requirements it can
+// also meet) / (weight of all optional requirements), so optional requirements rank clusters
+// without excluding any.
+package hardwarefit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+)
+
+// Name is the plugin's name, also the builtIn prioritizer name that reweights its score.
+const Name = "HardwareFit"
+
+// StaleAfter is how old an inventory may be and still count.
+var StaleAfter = 10 * time.Minute
+
+// parallelism is how many clusters are checked at once.
+const parallelism = 4
+
+// HardwareFit is the plugin. It caches compiled intents by UID and generation.
+type HardwareFit struct {
+	mu       sync.Mutex
+	compiled map[types.UID]*compiledIntent
+}
+
+var (
+	_ framework.FilterPlugin = &HardwareFit{}
+	_ framework.ScorePlugin  = &HardwareFit{}
+)
+
+// New creates the plugin; it takes no arguments.
+func New(_ framework.Handle, args framework.Args) (framework.Plugin, error) {
+	if args.Param != "" || args.AddOn != nil {
+		return nil, fmt.Errorf("%s takes no parameters", Name)
+	}
+	return &HardwareFit{compiled: map[types.UID]*compiledIntent{}}, nil
+}
+
+// Name implements framework.Plugin.
+func (p *HardwareFit) Name() string { return Name }
+
+// Consumer is one consumer of an intent, compiled into inventory requests.
+type Consumer struct {
+	// Intent and Name identify it: "<intent>/<consumer>".
+	Intent, Name string
+	Replicas     int64
+	// Request is one replica with the mandatory requirements, and Requests the same as
+	// Kubernetes amounts.
+	Request  *inventory.Request
+	Requests corev1.ResourceList
+	// Optional are the optional requirements, each as Request plus that requirement.
+	Optional []Optional
+}
+
+// Optional is one optional requirement of a consumer.
+type Optional struct {
+	Name    string
+	Weight  int64
+	Request *inventory.Request
+}
+
+type compiledIntent struct {
+	generation int64
+	consumers  []Consumer
+	err        error
+}
+
+// Consumers compiles the intents of a request, in order; intents are compiled once per
+// generation.
+func (p *HardwareFit) Consumers(intents []*fleetfitv1alpha1.HPAIntent) ([]Consumer, error) {
+	var out []Consumer
+	for _, in := range intents {
+		c := p.compile(in)
+		if c.err != nil {
+			return nil, fmt.Errorf("HPAIntent %s: %w", in.Name, c.err)
+		}
+		out = append(out, c.consumers...)
+	}
+	return out, nil
+}
+
+func (p *HardwareFit) compile(in *fleetfitv1alpha1.HPAIntent) *compiledIntent {
+	p.mu.Lock()
+	if c, ok := p.compiled[in.UID]; ok && c.generation == in.Generation && in.UID != "" {
+		p.mu.Unlock()
+		return c
+	}
+	p.mu.Unlock()
+	c := &compiledIntent{generation: in.Generation}
+	c.consumers, c.err = Compile(in)
+	p.mu.Lock()
+	if len(p.compiled) > 4096 {
+		clear(p.compiled)
+	}
+	p.compiled[in.UID] = c
+	p.mu.Unlock()
+	return c
+}
+
+// Compile turns an intent into consumers with inventory requests.
+func Compile(in *fleetfitv1alpha1.HPAIntent) ([]Consumer, error) {
+	r, err := hpa.Resolve(in)
+	if err != nil {
+		return nil, err
+	}
+	var out []Consumer
+	for i := range r.Consumers {
+		rc := &r.Consumers[i]
+		tolerations := r.Tolerations(rc)
+		req, err := inventory.NewRequest(rc.Requests, rc.Features, tolerations)
+		if err != nil {
+			return nil, fmt.Errorf("consumer %q: %w", rc.Name, err)
+		}
+		c := Consumer{Intent: in.Name, Name: rc.Name, Replicas: int64(rc.Replicas), Request: req, Requests: rc.Requests}
+		for _, o := range rc.Optional {
+			requests := rc.Requests.DeepCopy()
+			for name, q := range o.Requests {
+				requests[name] = q
+			}
+			features := rc.Features
+			if o.Feature != nil {
+				features = append(features[:len(features):len(features)], *o.Feature)
+			}
+			oreq, err := inventory.NewRequest(requests, features, tolerations)
+			if err != nil {
+				return nil, fmt.Errorf("consumer %q, optional requirement %q: %w", rc.Name, o.Name, err)
+			}
+			c.Optional = append(c.Optional, Optional{Name: o.Name, Weight: int64(o.Weight), Request: oreq})
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Fits reports whether every consumer's replicas fit on the cluster together, after the
+// active reservations other placements hold there, and why not. placementKey names the
+// placement being scheduled, whose own reservations are not subtracted.
+func Fits(info *framework.ClusterInfo, consumers []Consumer, placementKey string, now time.Time) (bool, string) {
+	if ok, why := fresh(info, now); !ok {
+		return false, why
+	}
+	alloc := info.View.Allocate()
+	for k := range info.Reservations {
+		r := &info.Reservations[k]
+		if r.Placement != placementKey && r.Active(now) {
+			alloc.Place(r.Request, r.Replicas)
+		}
+	}
+	for _, c := range consumers {
+		if c.Replicas <= 0 {
+			continue
+		}
+		placed := alloc.Place(c.Request, c.Replicas)
+		if placed >= c.Replicas {
+			continue
+		}
+		if ok, why := info.View.FitsOnOneNode(c.Request); !ok {
+			return false, fmt.Sprintf("consumer %s/%s: %s", c.Intent, c.Name, why)
+		}
+		if placed == 0 {
+			return false, fmt.Sprintf("consumer %s/%s: no node has room left for a replica once other consumers and in-flight placements are counted", c.Intent, c.Name)
+		}
+		return false, fmt.Sprintf("consumer %s/%s: only %d of %d replicas fit on the cluster's nodes", c.Intent, c.Name, placed, c.Replicas)
+	}
+	return true, ""
+}
+
+// FitsConsumer reports whether one consumer's replicas fit on the cluster on their own (after
+// other placements' reservations), with the relaxed check for a cluster already decided.
+func FitsConsumer(info *framework.ClusterInfo, c Consumer, placementKey string, decided bool, now time.Time) (bool, string) {
+	if decided {
+		return stillFits(info, []Consumer{c}, now)
+	}
+	return Fits(info, []Consumer{c}, placementKey, now)
+}
+
+// stillFits is the check for a cluster the placement already decides: its own pods may already
+// run there and take the room they need, so only the nodes' features are checked again (a
+// consumer whose required features no schedulable node has any more loses the cluster).
+func stillFits(info *framework.ClusterInfo, consumers []Consumer, now time.Time) (bool, string) {
+	if ok, why := fresh(info, now); !ok {
+		return false, why
+	}
+	for _, c := range consumers {
+		if !info.View.HasNode(c.Request.Selector()) {
+			_, why := info.View.FitsOnOneNode(c.Request)
+			return false, fmt.Sprintf("consumer %s/%s: %s", c.Intent, c.Name, why)
+		}
+	}
+	return true, ""
+}
+
+func fresh(info *framework.ClusterInfo, now time.Time) (bool, string) {
+	if info.View == nil {
+		return false, "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
+	}
+	if age, _ := info.InventoryAge(now); age > StaleAfter {
+		return false, fmt.Sprintf("the ClusterInventory is %s old (more than %s): is the fleetfit agent running?", age.Round(time.Second), StaleAfter)
+	}
+	return true, ""
+}
+
+// Filter implements framework.FilterPlugin.
+func (p *HardwareFit) Filter(ctx context.Context, _ *framework.CycleState, snap *framework.Snapshot, req *framework.Request,
+	candidates *framework.Bitset, rejections framework.Rejections) (*framework.Bitset, *framework.Status) {
+	if len(req.Intents) == 0 {
+		return candidates, nil
+	}
+	consumers, err := p.Consumers(req.Intents)
+	if err != nil {
+		return nil, framework.Misconfiguredf("%v", err)
+	}
+	idx := candidates.Indexes()
+	ok := make([]bool, len(idx))
+	reasons := make([]string, len(idx))
+	key := req.Key()
+	workqueue.ParallelizeUntil(ctx, parallelism, len(idx), func(k int) {
+		if req.Decided.Has(idx[k]) {
+			ok[k], reasons[k] = stillFits(snap.Cluster(idx[k]), consumers, req.Now)
+			return
+		}
+		ok[k], reasons[k] = Fits(snap.Cluster(idx[k]), consumers, key, req.Now)
+	})
+	out := framework.NewBitset(candidates.Len())
+	for k, i := range idx {
+		if ok[k] {
+			out.Set(i)
+		} else if rejections != nil {
+			rejections.Reject(i, reasons[k])
+		}
+	}
+	return out, nil
+}
+
+// Score implements framework.ScorePlugin.
+func (p *HardwareFit) Score(_ context.Context, _ *framework.CycleState, snap *framework.Snapshot, req *framework.Request,
+	feasible *framework.Bitset, scores []int64) *framework.Status {
+	if len(req.Intents) == 0 {
+		return nil
+	}
+	consumers, err := p.Consumers(req.Intents)
+	if err != nil {
+		return framework.Misconfiguredf("%v", err)
+	}
+	var total int64
+	for _, c := range consumers {
+		for _, o := range c.Optional {
+			total += o.Weight
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	feasible.ForEach(func(i int) {
+		scores[i] = framework.MaxClusterScore * OptionalWeightMet(snap.Cluster(i), consumers) / total
+	})
+	return nil
+}
+
+// OptionalWeightMet sums the weights of the optional requirements the cluster can meet for all
+// of a consumer's replicas (each checked on its own, with the consumer's mandatory needs).
+func OptionalWeightMet(info *framework.ClusterInfo, consumers []Consumer) int64 {
+	if info.View == nil {
+		return 0
+	}
+	var met int64
+	for _, c := range consumers {
+		for _, o := range c.Optional {
+			if n, _ := info.View.MaxReplicas(o.Request); n >= max(c.Replicas, 1) {
+				met += o.Weight
+			}
+		}
+	}
+	return met
+}

@@ -1,0 +1,70 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+
+	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
+	agentinventory "github.com/fleetfit/fleetfit/pkg/agent/inventory"
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+)
+
+// CreateNode creates the node and then sets its status through the status subresource, as a
+// kubelet would. The API server's TaintNodesByCondition admission taints new nodes not-ready;
+// with no node lifecycle controller running, the taints are set back to the node's own, as
+// that controller would once the node is Ready.
+func CreateNode(ctx context.Context, c kubernetes.Interface, n *corev1.Node) error {
+	created, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating node %s: %w", n.Name, err)
+	}
+	created.Spec.Taints = n.Spec.Taints
+	if created, err = c.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("untainting node %s: %w", n.Name, err)
+	}
+	created.Status = n.Status
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("setting status of node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// StartAgent applies deploy/agent's RBAC on the hub and the spoke and runs fleetfit-agent's
+// reporter for cluster in-process, with the agent's own identities, until ctx ends. It returns
+// a channel that receives the reporter's result when it stops.
+func StartAgent(ctx context.Context, hub, spoke *ControlPlane, cluster string, minInterval time.Duration) (<-chan error, error) {
+	for _, m := range [][]byte{deployagent.HubRBAC, deployagent.HubClusterRBAC(cluster)} {
+		if err := Apply(ctx, hub.AdminConfig(), m); err != nil {
+			return nil, err
+		}
+	}
+	if err := Apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC); err != nil {
+		return nil, err
+	}
+	spokeCfg, err := spoke.UserConfig("system:serviceaccount:fleetfit-agent:fleetfit-agent", "system:serviceaccounts")
+	if err != nil {
+		return nil, err
+	}
+	hubCfg, err := hub.UserConfig(deployagent.AgentUser(cluster))
+	if err != nil {
+		return nil, err
+	}
+	c, err := agentinventory.New(agentinventory.Clients{
+		Spoke:      kubernetes.NewForConfigOrDie(spokeCfg),
+		Hub:        fleetfitclient.NewForConfigOrDie(hubCfg),
+		HubCluster: clusterclient.NewForConfigOrDie(hubCfg),
+	}, agentinventory.Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval})
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	return done, nil
+}
