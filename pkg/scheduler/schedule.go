@@ -255,9 +255,16 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 		res.Unscheduled = max(want-len(selected), 0)
 	}
 
-	// 6. The earliest time at which the result may change by itself.
+	// 6. The earliest time at which the result may change by itself, as the next cycle will
+	// see it: with this cycle's selection as the decided clusters (a toleration that expires
+	// on a cluster decided just now must bring the placement back at expiry).
+	next := *req
+	next.Decided = framework.NewBitset(snap.NumClusters())
+	for _, i := range selected {
+		next.Decided.Set(i)
+	}
 	for _, r := range requeuers {
-		if d := r.RequeueAfter(ctx, state, snap, req); d > 0 && (res.RequeueAfter == 0 || d < res.RequeueAfter) {
+		if d := r.RequeueAfter(ctx, state, snap, &next); d > 0 && (res.RequeueAfter == 0 || d < res.RequeueAfter) {
 			res.RequeueAfter = d
 		}
 	}
