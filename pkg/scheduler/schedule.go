@@ -191,7 +191,9 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 	for k, c := range coords {
 		sp, st := s.prioritizer(c)
 		if st.IsFailure() {
-			res.Status = st.WithPlugin(c.name)
+			// No plugin name: the message names the prioritizer, and the condition reads
+			// ":incorrect builtin prioritizer: X" exactly as OCM's does.
+			res.Status = st
 			return res
 		}
 		prioritizers[k] = sp
