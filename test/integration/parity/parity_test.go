@@ -13,8 +13,6 @@ package parity
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -30,7 +28,6 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	"github.com/fleetfit/fleetfit/manifests"
-	hubcmd "github.com/fleetfit/fleetfit/pkg/cmd/hub"
 	"github.com/fleetfit/fleetfit/pkg/install"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
@@ -272,25 +269,7 @@ func TestSameDecisionsAsOCM(t *testing.T) {
 			t.Logf("OCM placement controller log:\n%s", ocm.LogTail(40))
 		}
 	})
-	kc, err := framework.Kubeconfig(ffHub.AdminConfig(), "hub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "hub.kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := hubcmd.NewCommand()
-	c.SetArgs([]string{"--kubeconfig", path, "--leader-elect=false", "--secure-port=0"})
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.ExecuteContext(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("fleetfit-hub: %v", err)
-		}
-	})
+	framework.RunHub(t, ffHub.AdminConfig())
 
 	want := settled(t, clusterclient.NewForConfigOrDie(ocmHub.AdminConfig()))
 	got := settled(t, clusterclient.NewForConfigOrDie(ffHub.AdminConfig()))

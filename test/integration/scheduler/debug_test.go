@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	deployhub "github.com/fleetfit/fleetfit/deploy/hub"
-	hubcmd "github.com/fleetfit/fleetfit/pkg/cmd/hub"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
@@ -44,22 +42,8 @@ func TestHubEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	dir := t.TempDir()
-	c := hubcmd.NewCommand()
-	c.SetArgs([]string{
-		"--kubeconfig", writeKubeconfig(t, dir, "hub", hubUser),
-		"--leader-elect-namespace", deployhub.Namespace,
-		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port), "--cert-dir", filepath.Join(dir, "certs"),
-	})
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.ExecuteContext(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("fleetfit-hub: %v", err)
-		}
-	})
+	framework.RunHub(t, hubUser, "--leader-elect=true", "--leader-elect-namespace", deployhub.Namespace,
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port), "--cert-dir", filepath.Join(t.TempDir(), "certs"))
 	e.waitDecided("gpu", e.names("gpu")...)
 
 	// A reader may explain placements of the namespace, nothing else.
@@ -157,18 +141,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func writeKubeconfig(t *testing.T, dir, name string, cfg *rest.Config) string {
-	kc, err := framework.Kubeconfig(cfg, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name+".kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // createRole grants verbs on the placements of ns through a role named name, bound to the

@@ -19,7 +19,6 @@ import (
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
-	hubcmd "github.com/fleetfit/fleetfit/pkg/cmd/hub"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
@@ -245,22 +244,7 @@ func decisionClusterNames(ds []clusterv1beta1.ClusterDecision) []string {
 // stops it and waits until it has returned; the test's end stops it too.
 func (e *env) startStoppableHub(args ...string) (stop func()) {
 	e.t.Helper()
-	c := hubcmd.NewCommand()
-	c.SetArgs(append([]string{"--kubeconfig", e.kubeconfig, "--leader-elect=false", "--secure-port=0", "--workers=2"}, args...))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.ExecuteContext(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				e.t.Errorf("fleetfit-hub: %v", err)
-			}
-		})
-	}
-	e.t.Cleanup(stop)
-	return stop
+	return framework.RunHub(e.t, fleet.Hub.AdminConfig(), append([]string{"--workers=2"}, args...)...)
 }
 
 // events lists the events.k8s.io/v1 Events about the placement with the reason.

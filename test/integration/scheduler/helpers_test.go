@@ -18,7 +18,6 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
-	hubcmd "github.com/fleetfit/fleetfit/pkg/cmd/hub"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
@@ -103,17 +102,7 @@ func (e *env) createPlacement(w *utiltesting.PlacementWrapper) *clusterv1beta1.P
 // startHub runs fleetfit-hub in-process with extra flags until the test ends.
 func (e *env) startHub(args ...string) {
 	e.t.Helper()
-	c := hubcmd.NewCommand()
-	c.SetArgs(append([]string{"--kubeconfig", e.kubeconfig, "--leader-elect=false", "--secure-port=0", "--workers=2"}, args...))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.ExecuteContext(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("fleetfit-hub: %v", err)
-		}
-	})
+	framework.RunHub(e.t, fleet.Hub.AdminConfig(), append([]string{"--workers=2"}, args...)...)
 }
 
 // decided returns the clusters in a placement's decisions, in the order of the decision
