@@ -187,10 +187,13 @@ func (c *Controller) limitScoreWrites(key string, p *clusterv1beta1.Placement, d
 			limit = d
 		}
 	}
+	now := c.opts.Clock.Now()
 	onlyScores := false
 	for k := range desired {
 		old, ok := existing[desired[k].name]
 		if !ok || !slices.Equal(decisionClusterNames(old.Status.Decisions), decisionClusterNames(desired[k].decisions)) {
+			// The selection changes: written at once, and the limit counts from now.
+			c.scoreWrites.Store(key, now)
 			return 0
 		}
 		if !equality.Semantic.DeepEqual(old.Status.Decisions, desired[k].decisions) {
@@ -200,7 +203,6 @@ func (c *Controller) limitScoreWrites(key string, p *clusterv1beta1.Placement, d
 	if !onlyScores {
 		return 0
 	}
-	now := c.opts.Clock.Now()
 	if last, ok := c.scoreWrites.Load(key); ok {
 		if wait := last.(time.Time).Add(limit).Sub(now); wait > 0 {
 			for k := range desired {

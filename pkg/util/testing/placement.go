@@ -131,3 +131,9 @@ func (w *PlacementWrapper) SortBy(s clusterv1beta1.PlacementSortByType) *Placeme
 	w.Spec.SortBy = s
 	return w
 }
+
+// Named renames the placement (handy with Clone).
+func (w *PlacementWrapper) Named(name string) *PlacementWrapper {
+	w.Placement.Name = name
+	return w
+}
