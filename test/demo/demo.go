@@ -207,6 +207,9 @@ func startAgents(ctx context.Context, out io.Writer, f *framework.Fleet) error {
 				return err
 			}
 		}
+		if err := framework.ApplyAgentRBAC(ctx, f.Hub, spoke, framework.SpokeName(i)); err != nil {
+			return err
+		}
 		done, err := framework.StartAgent(ctx, f.Hub, spoke, framework.SpokeName(i), time.Second)
 		if err != nil {
 			return err

@@ -36,18 +36,21 @@ func CreateNode(ctx context.Context, c kubernetes.Interface, n *corev1.Node) err
 	return nil
 }
 
-// StartAgent applies deploy/agent's RBAC on the hub and the spoke and runs fleetfit-agent's
-// reporter for cluster in-process, with the agent's own identities, until ctx ends. It returns
-// a channel that receives the reporter's result when it stops.
-func StartAgent(ctx context.Context, hub, spoke *ControlPlane, cluster string, minInterval time.Duration) (<-chan error, error) {
+// ApplyAgentRBAC applies deploy/agent's RBAC for cluster's agent on the hub and on the spoke.
+func ApplyAgentRBAC(ctx context.Context, hub, spoke *ControlPlane, cluster string) error {
 	for _, m := range [][]byte{deployagent.HubRBAC, deployagent.HubClusterRBAC(cluster)} {
 		if err := Apply(ctx, hub.AdminConfig(), m); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := Apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC); err != nil {
-		return nil, err
-	}
+	return Apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC)
+}
+
+// StartAgent runs fleetfit-agent's reporter for cluster in-process, with the identities
+// deploy/agent grants (the spoke's ServiceAccount, the hub user system:fleetfit:agent:<cluster>;
+// see ApplyAgentRBAC), until ctx ends. It returns a channel that receives the reporter's result
+// when it stops.
+func StartAgent(ctx context.Context, hub, spoke *ControlPlane, cluster string, minInterval time.Duration) (<-chan error, error) {
 	spokeCfg, err := spoke.UserConfig("system:serviceaccount:fleetfit-agent:fleetfit-agent", "system:serviceaccounts")
 	if err != nil {
 		return nil, err

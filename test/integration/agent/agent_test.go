@@ -3,8 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
-	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"testing"
+
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -269,26 +270,13 @@ func startAgent(t *testing.T, i int) {
 // managed-cluster name cluster, and returns its log.
 func startAgentAs(t *testing.T, spoke *framework.ControlPlane, cluster string) ktesting.Buffer {
 	t.Helper()
-	spokeCfg, err := spoke.UserConfig("system:serviceaccount:fleetfit-agent:fleetfit-agent", "system:serviceaccounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hubCfg, err := fleet.Hub.UserConfig(deployagent.AgentUser(cluster))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := agentinventory.New(agentinventory.Clients{
-		Spoke:      kubernetes.NewForConfigOrDie(spokeCfg),
-		Hub:        fleetfitclient.NewForConfigOrDie(hubCfg),
-		HubCluster: clusterclient.NewForConfigOrDie(hubCfg),
-	}, agentinventory.Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	done, err := framework.StartAgent(ctx, fleet.Hub, spoke, cluster, minInterval)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

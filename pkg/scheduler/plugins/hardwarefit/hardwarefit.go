@@ -149,7 +149,11 @@ func Compile(in *fleetfitv1alpha1.HPAIntent) ([]Consumer, error) {
 			if o.Feature != nil {
 				features = append(features[:len(features):len(features)], *o.Feature)
 			}
-			oreq, err := inventory.NewRequest(requests, features, tolerations)
+			// A pod that meets an optional amount requests it, so it also tolerates that
+			// resource's taint, such as nvidia.com/gpu:NoSchedule on GPU nodes.
+			withOptional := *rc
+			withOptional.Requests = requests
+			oreq, err := inventory.NewRequest(requests, features, r.Tolerations(&withOptional))
 			if err != nil {
 				return nil, fmt.Errorf("consumer %q, optional requirement %q: %w", rc.Name, o.Name, err)
 			}
@@ -160,6 +164,11 @@ func Compile(in *fleetfitv1alpha1.HPAIntent) ([]Consumer, error) {
 	return out, nil
 }
 
+// allocations holds Allocations for Fits to reuse: the scratch buffers of a fresh Allocation
+// per cluster were most of what a Filter over a large fleet allocated. Nothing Fits returns
+// refers to an Allocation, so Reset may reuse its memory.
+var allocations = sync.Pool{New: func() any { return new(inventory.Allocation) }}
+
 // Fits reports whether every consumer's replicas fit on the cluster together, after the
 // active reservations other placements hold there, and why not. placementKey names the
 // placement being scheduled, whose own reservations are not subtracted.
@@ -167,7 +176,9 @@ func Fits(info *framework.ClusterInfo, consumers []Consumer, placementKey string
 	if ok, why := fresh(info, now); !ok {
 		return false, why
 	}
-	alloc := info.View.Allocate()
+	alloc := allocations.Get().(*inventory.Allocation)
+	defer allocations.Put(alloc)
+	alloc.Reset(info.View)
 	for k := range info.Reservations {
 		r := &info.Reservations[k]
 		if r.Placement != placementKey && r.Active(now) {

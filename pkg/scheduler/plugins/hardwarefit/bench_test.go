@@ -1,0 +1,103 @@
+package hardwarefit
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+	st "github.com/fleetfit/fleetfit/pkg/util/testing"
+)
+
+// benchInventory is the report of a cluster of one of a few kinds: nodes from 20 templates
+// (so 20 shapes), a quarter of them A100 GPU nodes tainted nvidia.com/gpu:NoSchedule, with a
+// number of nodes and a load that depend on kind. Kind 9 has T4s instead of A100s, so the GPU
+// consumer never fits there.
+func benchInventory(kind int) fleetfitv1alpha1.ClusterInventoryStatus {
+	var ns []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 20 {
+		cores := 16 << (i % 3)
+		w := cpuNode(fmt.Sprint(cores)).
+			Resource(corev1.ResourceMemory, fmt.Sprintf("%dGi", 4*cores)).
+			Label("node.kubernetes.io/instance-type", fmt.Sprintf("type-%d", i)).
+			Label("topology.kubernetes.io/zone", fmt.Sprintf("zone-%d", i%3))
+		if i%4 == 0 {
+			product := "A100"
+			if kind == 9 {
+				product = "T4"
+			}
+			w.Resource(gpu, "8").Label(gpuProduct, product).Taint(gpu, "", corev1.TaintEffectNoSchedule)
+		}
+		for n, node := range nodes(fmt.Sprintf("t%02d", i), 2+kind%4, w) {
+			ns = append(ns, node)
+			// Load grows with the kind: kind 0 nodes are idle, kind 8 nodes nearly full.
+			used := cores * ((kind + n) % 9) / 9
+			if used > 0 {
+				pods = append(pods, st.MakePod("default", node.Name, node.Name, corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse(fmt.Sprint(used)),
+					corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 2*used)),
+				}))
+			}
+		}
+	}
+	return st.InventoryStatus(ns, pods...)
+}
+
+// BenchmarkHardwareFit filters 10,000 clusters for an intent of two consumers: 2 replicas
+// of 4 cores, 16Gi and one A100, and 10 replicas of 2 cores and 4Gi. Clusters share ten
+// inventory reports, as real fleets have few distinct cluster shapes; each still gets its own
+// View, as the hub's cache builds them.
+func BenchmarkHardwareFit(b *testing.B) {
+	const numClusters, kinds = 10000, 10
+	statuses := make([]fleetfitv1alpha1.ClusterInventoryStatus, kinds)
+	for k := range statuses {
+		statuses[k] = benchInventory(k)
+		statuses[k].ObservedAt = metav1.NewTime(now)
+	}
+	in := framework.SnapshotInput{}
+	for k := range numClusters {
+		name := fmt.Sprintf("cluster-%05d", k)
+		inv := &fleetfitv1alpha1.ClusterInventory{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name}, Status: statuses[k%kinds]}
+		in.Clusters = append(in.Clusters, framework.NewClusterInfo(st.MakeCluster(name).Obj(), nil, inv))
+	}
+	snap := framework.NewSnapshot(in)
+	shapes := 0
+	for i := range numClusters / kinds {
+		shapes += len(snap.Cluster(i).Inventory.Status.NodeShapes)
+	}
+	in.Clusters = nil
+
+	hpaIntent := intent(
+		gpuConsumer("train", 2).
+			Requirement(st.MakeResource("memory", "memory").Requests("16Gi").Obj()).
+			Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100")),
+		consumer("web", 10, "2").Requirement(st.MakeResource("memory", "memory").Requests("4Gi").Obj()),
+	)
+	hpaIntent.UID, hpaIntent.Generation = "bench", 1
+	req := request(snap, []*fleetfitv1alpha1.HPAIntent{hpaIntent})
+	candidates := framework.NewFullBitset(numClusters)
+	p := newPlugin(b)
+	ctx := b.Context()
+
+	feasible, status := p.Filter(ctx, framework.NewCycleState(), snap, req, candidates, nil)
+	if !status.IsSuccess() {
+		b.Fatal(status.AsError())
+	}
+	if n := feasible.Count(); n == 0 || n == numClusters {
+		b.Fatalf("%d of %d clusters feasible; the benchmark should see both outcomes", n, numClusters)
+	}
+	b.Logf("%d of %d clusters feasible, %.1f shapes per cluster", feasible.Count(), numClusters, float64(shapes)/float64(numClusters/kinds))
+
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Filter(ctx, framework.NewCycleState(), snap, req, candidates, nil)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+	b.ReportMetric(float64(numClusters)*float64(b.N)/b.Elapsed().Seconds(), "clusters/s")
+	b.ReportMetric(float64(feasible.Count()), "feasible")
+}
