@@ -26,9 +26,12 @@ import (
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterscheme "open-cluster-management.io/api/client/cluster/clientset/versioned/scheme"
 	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
+	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
+	"github.com/fleetfit/fleetfit/pkg/controller/action"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
@@ -148,7 +151,12 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	workClient, err := workclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	ocmInformers := clusterinformers.NewSharedInformerFactory(clusterClient, 0)
+	workInformers := workinformers.NewSharedInformerFactory(workClient, 0)
 	fleetfitInformers := fleetfitinformers.NewSharedInformerFactory(fleetfitClient, 0)
 
 	reg := prometheus.NewRegistry()
@@ -182,9 +190,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	delivery, err := action.New(action.Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: recorder},
+		ocmInformers, workInformers, fleetfitInformers, action.Options{})
+	if err != nil {
+		return err
+	}
 	ocmInformers.Start(ctx.Done())
+	workInformers.Start(ctx.Done())
 	fleetfitInformers.Start(ctx.Done())
 	defer ocmInformers.Shutdown()
+	defer workInformers.Shutdown()
 	defer fleetfitInformers.Shutdown()
 
 	kubeconfigPath := o.Kubeconfig
@@ -198,6 +213,7 @@ func (o *Options) Run(ctx context.Context) error {
 	run := func(ctx context.Context) {
 		var wg sync.WaitGroup
 		wg.Go(func() { validator.Run(ctx) })
+		wg.Go(func() { delivery.Run(ctx) })
 		wg.Go(func() { ctrl.Run(ctx) })
 		wg.Wait()
 	}

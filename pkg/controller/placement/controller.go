@@ -100,7 +100,9 @@ type Controller struct {
 	// lists and Placement status, so that their informer events trigger no cycle and a
 	// lister that has not caught up yet causes no second write.
 	decisionWrites writeTracker
-	statusWrites   writeTracker
+	// reserveMu serialises the cycles of placements with intents (see sync).
+	reserveMu    sync.Mutex
+	statusWrites writeTracker
 	// scoreWrites remembers when a placement's decisions were last rewritten only for scores,
 	// for scoreRateLimit.
 	scoreWrites sync.Map
@@ -480,8 +482,11 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 		if !ok {
 			return
 		}
-		if p, err := c.placements.Placements(in.Namespace).Get(in.Spec.PlacementRef.Name); err == nil {
-			c.enqueue(p)
+		// The placement it names, and the one it last shaped when that differs.
+		for _, name := range sets.List(sets.New(in.Spec.PlacementRef.Name, in.Status.ScheduledPlacement).Delete("")) {
+			if p, err := c.placements.Placements(in.Namespace).Get(name); err == nil {
+				c.enqueue(p)
+			}
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{
@@ -497,6 +502,10 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 			valid, known := hpaintent.IsValid(in)
 			if old.Generation != in.Generation || oldValid != valid || oldKnown != known {
 				onIntent(in)
+			}
+			// The placement it left must be rescheduled without it.
+			if old.Spec.PlacementRef.Name != in.Spec.PlacementRef.Name {
+				onIntent(old)
 			}
 		},
 		DeleteFunc: onIntent,

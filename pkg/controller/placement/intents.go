@@ -112,6 +112,7 @@ func (c *Controller) updateIntents(ctx context.Context, p *clusterv1beta1.Placem
 			status.Candidates = append(status.Candidates, candidates(snap, cs, eligible, allow))
 		}
 		meta.SetStatusCondition(&status.Conditions, scheduledCondition(in, p, decisions, res))
+		status.ScheduledPlacement = p.Name
 		if equality.Semantic.DeepEqual(*status, in.Status) {
 			continue
 		}

@@ -66,6 +66,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 
+	// Placements with intents take capacity: from the snapshot to recording what the result
+	// reserves, one at a time, so that concurrent workers never count the same free nodes.
+	if len(intents) > 0 {
+		c.reserveMu.Lock()
+	}
+	reserved := false
+	unlock := func() {
+		if len(intents) > 0 && !reserved {
+			reserved = true
+			c.reserveMu.Unlock()
+		}
+	}
+	defer unlock()
+
 	start := time.Now()
 	snap := c.cache.Snapshot()
 	req := &framework.Request{
@@ -79,12 +93,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.opts.Metrics.observeCycle(res, time.Since(start))
 
 	if res.Failed() {
+		unlock()
 		return c.keepDecisions(ctx, p, res.Status)
 	}
 	groups, st := groupDecisions(p, snap, res.Decisions())
 	if st.IsFailure() {
+		unlock()
 		return c.keepDecisions(ctx, p, st)
 	}
+	// Reserve before writing: a failed write is retried and reserves the same again.
+	c.reserve(p, intents, snap.DecidedNames(key), res.Decisions(), req.Now)
+	unlock()
 
 	existing, err := c.existingDecisions(p)
 	if err != nil {
@@ -106,7 +125,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	c.opts.Metrics.bindDuration.Observe(time.Since(bindStart).Seconds())
 
-	c.reserve(p, intents, snap.DecidedNames(key), res.Decisions(), req.Now)
 	if err := c.updateStatus(ctx, p, statusFor(p, res, desired)); err != nil {
 		return err
 	}
@@ -154,12 +172,26 @@ func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1
 	all, _ := c.intents.HPAIntents(p.Namespace).List(labels.Everything())
 	var out []*fleetfitv1alpha1.HPAIntent
 	for _, in := range all {
-		if in.Spec.PlacementRef.Name == p.Name && in.DeletionTimestamp.IsZero() {
+		if !in.DeletionTimestamp.IsZero() {
+			continue
+		}
+		// An intent that last shaped this placement and now names one that does not exist
+		// (a typo) still counts, as an invalid intent: the placement keeps its decisions. So
+		// does one whose new reference is not validated yet: the placement waits for it.
+		_, known := hpaintent.IsValid(in)
+		if in.Spec.PlacementRef.Name == p.Name || (in.Status.ScheduledPlacement == p.Name && (placementMissing(in) || !known)) {
 			out = append(out, in)
 		}
 	}
 	slices.SortFunc(out, func(a, b *fleetfitv1alpha1.HPAIntent) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// placementMissing reports whether the validation controller found the intent's Placement
+// missing.
+func placementMissing(in *fleetfitv1alpha1.HPAIntent) bool {
+	c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionValid)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == hpaintent.ReasonPlacementNotFound
 }
 
 func (c *Controller) existingDecisions(p *clusterv1beta1.Placement) (map[string]*clusterv1beta1.PlacementDecision, error) {

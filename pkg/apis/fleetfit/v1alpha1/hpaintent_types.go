@@ -271,6 +271,13 @@ type HPAIntentStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// scheduledPlacement is the Placement whose decisions this intent last
+	// shaped. When spec.placementRef changes to a Placement that does not
+	// exist, that Placement keeps its decisions instead of being rescheduled
+	// without the intent's requirements.
+	// +optional
+	ScheduledPlacement string `json:"scheduledPlacement,omitempty"`
+
 	// candidates are, per consumer, the clusters that can host it, in the
 	// compact form EMCO describes: whichever of an allow list or a deny list
 	// is shorter.

@@ -1,0 +1,244 @@
+// Package action is fleetfit's action controller: it delivers the workload of each HPAIntent to
+// the clusters its Placement decides, as one ManifestWork per cluster in the cluster's namespace,
+// with every consumer's pod template mutated (pkg/mutation) so that its pods land on the nodes
+// that have what they need. It reports the deliveries back in the intent's status.
+package action
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
+	clusterlisterv1beta1 "open-cluster-management.io/api/client/cluster/listers/cluster/v1beta1"
+	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
+	worklisters "open-cluster-management.io/api/client/work/listers/work/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
+	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+)
+
+const (
+	// LabelIntentNamespace and LabelIntentName find the ManifestWorks of an intent. A
+	// ManifestWork lives in its cluster's namespace, so it cannot have the intent as its owner;
+	// the labels and the Finalizer take that role.
+	LabelIntentNamespace = "fleetfit.io/hpaintent-namespace"
+	LabelIntentName      = "fleetfit.io/hpaintent-name"
+	// Finalizer keeps a deleted intent until its ManifestWorks are gone.
+	Finalizer = "fleetfit.io/manifestworks"
+	// AnnotationOptional lists the optional requirements applied on that cluster, so that a
+	// delivery keeps them while its own pods use the room they needed.
+	AnnotationOptional = "fleetfit.io/optional-requirements"
+)
+
+// Options configure the controller.
+type Options struct {
+	Workers int
+	Clock   clock.Clock
+}
+
+// Clients are what the controller writes with.
+type Clients struct {
+	Work     workclient.Interface
+	Fleetfit fleetfitclient.Interface
+	Recorder events.EventRecorder
+}
+
+// Controller delivers workloads.
+type Controller struct {
+	clients Clients
+	opts    Options
+
+	intents     fleetfitlisters.HPAIntentLister
+	inventories fleetfitlisters.ClusterInventoryLister
+	decisions   clusterlisterv1beta1.PlacementDecisionLister
+	works       worklisters.ManifestWorkLister
+
+	queue  workqueue.TypedRateLimitingInterface[string]
+	synced []toolscache.InformerSynced
+}
+
+// New wires the controller to the informers. Call Run after starting the factories.
+func New(clients Clients, ocm clusterinformers.SharedInformerFactory, work workinformers.SharedInformerFactory,
+	fleetfit fleetfitinformers.SharedInformerFactory, opts Options) (*Controller, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	hi := fleetfit.Fleetfit().V1alpha1().HPAIntents()
+	ii := fleetfit.Fleetfit().V1alpha1().ClusterInventories()
+	di := ocm.Cluster().V1beta1().PlacementDecisions()
+	wi := work.Work().V1().ManifestWorks()
+	c := &Controller{
+		clients: clients, opts: opts,
+		intents: hi.Lister(), inventories: ii.Lister(), decisions: di.Lister(), works: wi.Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deliveries"}),
+	}
+	for _, h := range []struct {
+		informer toolscache.SharedIndexInformer
+		handler  toolscache.ResourceEventHandler
+	}{
+		{hi.Informer(), c.intentHandler()},
+		{di.Informer(), c.decisionHandler()},
+		{wi.Informer(), c.workHandler()},
+		{ii.Informer(), toolscache.ResourceEventHandlerFuncs{}},
+	} {
+		reg, err := h.informer.AddEventHandler(h.handler)
+		if err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return c, nil
+}
+
+// Run delivers until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName("action")
+	ctx = klog.NewContext(ctx, logger)
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	intents, _ := c.intents.List(labels.Everything())
+	for _, in := range intents {
+		c.enqueue(in)
+	}
+	logger.Info("Action controller started", "workers", c.opts.Workers)
+	var wg sync.WaitGroup
+	for range c.opts.Workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		err := c.sync(ctx, key)
+		if err == nil {
+			c.queue.Forget(key)
+		} else {
+			utilruntime.HandleErrorWithContext(ctx, err, "Delivering HPAIntent failed", "hpaIntent", key)
+			c.queue.AddRateLimited(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+func (c *Controller) enqueue(in *fleetfitv1alpha1.HPAIntent) {
+	c.queue.Add(in.Namespace + "/" + in.Name)
+}
+
+func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
+				c.enqueue(in)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*fleetfitv1alpha1.HPAIntent)
+			in, ok2 := newObj.(*fleetfitv1alpha1.HPAIntent)
+			if !ok1 || !ok2 {
+				return
+			}
+			oldValid, _ := hpaintent.IsValid(old)
+			valid, _ := hpaintent.IsValid(in)
+			if old.Generation != in.Generation || oldValid != valid || !old.DeletionTimestamp.Equal(in.DeletionTimestamp) {
+				c.enqueue(in)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
+				c.enqueue(in)
+			}
+		},
+	}
+}
+
+// decisionHandler requeues the intents of the placement whose decisions changed.
+func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
+	onDecision := func(obj any) {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		d, ok := obj.(*clusterv1beta1.PlacementDecision)
+		if !ok {
+			return
+		}
+		placement := d.Labels[clusterv1beta1.PlacementLabel]
+		intents, _ := c.intents.HPAIntents(d.Namespace).List(labels.Everything())
+		for _, in := range intents {
+			if in.Spec.PlacementRef.Name == placement {
+				c.enqueue(in)
+			}
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: onDecision,
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*clusterv1beta1.PlacementDecision)
+			d, ok2 := newObj.(*clusterv1beta1.PlacementDecision)
+			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, d.Status) {
+				onDecision(d)
+			}
+		},
+		DeleteFunc: onDecision,
+	}
+}
+
+// workHandler requeues the intent a ManifestWork delivers when its status changes.
+func (c *Controller) workHandler() toolscache.ResourceEventHandler {
+	onWork := func(obj any) {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		w, ok := obj.(*workv1.ManifestWork)
+		if !ok {
+			return
+		}
+		ns, name := w.Labels[LabelIntentNamespace], w.Labels[LabelIntentName]
+		if ns != "" && name != "" {
+			c.queue.Add(ns + "/" + name)
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: onWork,
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*workv1.ManifestWork)
+			w, ok2 := newObj.(*workv1.ManifestWork)
+			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, w.Status) {
+				onWork(w)
+			}
+		},
+		DeleteFunc: onWork,
+	}
+}

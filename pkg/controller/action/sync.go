@@ -1,0 +1,418 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/mutation"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
+)
+
+// WorkName is the name of an intent's ManifestWork in every cluster namespace. A namespace
+// name has no dots, so "<namespace>.<name>" is unique.
+func WorkName(in *fleetfitv1alpha1.HPAIntent) string { return in.Namespace + "." + in.Name }
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	in, err := c.intents.HPAIntents(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Gone without our finalizer (never delivered, or the finalizer was removed by hand):
+		// clean up whatever is left.
+		_, err := c.deleteWorks(ctx, ns, name, nil)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx).WithValues("hpaIntent", klog.KObj(in))
+	ctx = klog.NewContext(ctx, logger)
+
+	if !in.DeletionTimestamp.IsZero() || in.Spec.Workload == nil || len(in.Spec.Workload.Manifests) == 0 {
+		remaining, err := c.deleteWorks(ctx, ns, name, nil)
+		if err != nil || remaining > 0 {
+			return err
+		}
+		return c.removeFinalizer(ctx, in)
+	}
+	// A broken intent keeps what was delivered: its Valid condition says what to fix.
+	if valid, known := hpaintent.IsValid(in); !valid || !known {
+		return nil
+	}
+	resolved, err := hpa.Resolve(in)
+	if err != nil {
+		return nil // the validation controller reports it
+	}
+	if in, err = c.addFinalizer(ctx, in); err != nil {
+		return err
+	}
+
+	clusters, err := c.decidedClusters(in)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, cluster := range clusters {
+		if err := c.deliver(ctx, in, resolved, cluster); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", cluster, err))
+		}
+	}
+	if _, err := c.deleteWorks(ctx, ns, name, sets.New(clusters...)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.updateStatus(ctx, in, clusters, errs); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// decidedClusters lists the clusters of the placement's decisions, sorted.
+func (c *Controller) decidedClusters(in *fleetfitv1alpha1.HPAIntent) ([]string, error) {
+	sel := labels.SelectorFromSet(labels.Set{clusterv1beta1.PlacementLabel: in.Spec.PlacementRef.Name})
+	ds, err := c.decisions.PlacementDecisions(in.Namespace).List(sel)
+	if err != nil {
+		return nil, err
+	}
+	names := sets.New[string]()
+	for _, d := range ds {
+		for _, cd := range d.Status.Decisions {
+			if cd.ClusterName != "" {
+				names.Insert(cd.ClusterName)
+			}
+		}
+	}
+	return sets.List(names), nil
+}
+
+// deliver creates or updates the intent's ManifestWork on one cluster.
+func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string) error {
+	existing, err := c.works.ManifestWorks(cluster).Get(WorkName(in))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if apierrors.IsNotFound(err) {
+		existing = nil
+	}
+	optional := c.optionalFor(in, r, cluster, existing)
+	want, err := desiredWork(in, r, cluster, optional)
+	if err != nil {
+		return err
+	}
+	works := c.clients.Work.WorkV1().ManifestWorks(cluster)
+	if existing == nil {
+		if _, err := works.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating ManifestWork %s/%s: %w", cluster, want.Name, err)
+		}
+		c.clients.Recorder.Eventf(in, nil, corev1.EventTypeNormal, "Delivering", "CreateManifestWork", "Created ManifestWork %s/%s", cluster, want.Name)
+		return nil
+	}
+	if equality.Semantic.DeepEqual(existing.Spec, want.Spec) && equality.Semantic.DeepEqual(existing.Labels, want.Labels) &&
+		existing.Annotations[AnnotationOptional] == want.Annotations[AnnotationOptional] {
+		return nil
+	}
+	upd := existing.DeepCopy()
+	upd.Spec, upd.Labels = want.Spec, want.Labels
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[AnnotationOptional] = want.Annotations[AnnotationOptional]
+	if _, err := works.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating ManifestWork %s/%s: %w", cluster, want.Name, err)
+	}
+	c.clients.Recorder.Eventf(in, nil, corev1.EventTypeNormal, "Delivering", "UpdateManifestWork", "Updated ManifestWork %s/%s", cluster, want.Name)
+	return nil
+}
+
+// optionalFor returns, per consumer, the optional requirements to apply on a cluster: those
+// already applied by the existing ManifestWork (its pods may be using that room now, so the
+// cluster no longer shows it free), and otherwise those the cluster's inventory shows it can
+// meet for every replica.
+func (c *Controller) optionalFor(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, existing *workv1.ManifestWork) map[string][]string {
+	out := map[string][]string{}
+	if existing != nil {
+		if v, ok := existing.Annotations[AnnotationOptional]; ok {
+			known := sets.New[string]()
+			for _, cs := range r.Consumers {
+				for _, o := range cs.Optional {
+					known.Insert(cs.Name + "/" + o.Name)
+				}
+			}
+			for _, item := range strings.Split(v, ",") {
+				// Requirements the intent no longer has are dropped.
+				if consumer, req, ok := strings.Cut(item, "/"); ok && known.Has(item) {
+					out[consumer] = append(out[consumer], req)
+				}
+			}
+			return out
+		}
+	}
+	inv, err := c.inventories.ClusterInventories(cluster).Get(cluster)
+	if err != nil {
+		return out
+	}
+	view := inventory.NewView(&inv.Status)
+	consumers, err := hardwarefit.Compile(in)
+	if err != nil {
+		return out
+	}
+	for _, cs := range consumers {
+		for _, o := range cs.Optional {
+			if n, _ := view.MaxReplicas(o.Request); n >= max(cs.Replicas, 1) {
+				out[cs.Name] = append(out[cs.Name], o.Name)
+			}
+		}
+	}
+	return out
+}
+
+// desiredWork builds the ManifestWork for a cluster: the intent's manifests, each consumer's
+// target mutated, objects without a namespace put in the intent's namespace, and status
+// feedback of the workloads' replicas.
+func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, optional map[string][]string) (*workv1.ManifestWork, error) {
+	objs := make([]*unstructured.Unstructured, len(r.Manifests))
+	for i, m := range r.Manifests {
+		objs[i] = m.DeepCopy()
+	}
+	var applied []string
+	for k := range r.Consumers {
+		cs := &r.Consumers[k]
+		if cs.Manifest < 0 || cs.Manifest >= len(objs) {
+			continue
+		}
+		opt := optional[cs.Name]
+		m, err := mutation.ForConsumer(r, cs, opt)
+		if err != nil {
+			return nil, fmt.Errorf("consumer %q: %w", cs.Name, err)
+		}
+		if err := mutation.Mutate(objs[cs.Manifest], m); err != nil {
+			return nil, fmt.Errorf("consumer %q: %w", cs.Name, err)
+		}
+		for _, o := range opt {
+			applied = append(applied, cs.Name+"/"+o)
+		}
+	}
+	sort.Strings(applied)
+	w := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: WorkName(in), Namespace: cluster,
+			Labels:      map[string]string{LabelIntentNamespace: in.Namespace, LabelIntentName: in.Name},
+			Annotations: map[string]string{AnnotationOptional: strings.Join(applied, ",")},
+		},
+	}
+	// The work agent does not create namespaces: deliver the ones the objects need.
+	have := sets.New[string]()
+	need := sets.New[string]()
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			have.Insert(o.GetName())
+		} else if namespaced(o) {
+			if o.GetNamespace() == "" {
+				o.SetNamespace(in.Namespace)
+			}
+			need.Insert(o.GetNamespace())
+		}
+	}
+	added := sets.List(need.Difference(have).Delete("default", "kube-system"))
+	for _, n := range slices.Backward(added) {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(n)
+		objs = append([]*unstructured.Unstructured{ns}, objs...)
+	}
+	for _, o := range objs {
+		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Object: o}})
+		if resource, ok := feedbackResources[o.GetKind()]; ok {
+			w.Spec.ManifestConfigs = append(w.Spec.ManifestConfigs, workv1.ManifestConfigOption{
+				ResourceIdentifier: workv1.ResourceIdentifier{Group: o.GroupVersionKind().Group, Resource: resource, Name: o.GetName(), Namespace: o.GetNamespace()},
+				FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.WellKnownStatusType}},
+			})
+		}
+	}
+	// A namespace fleetfit added may hold other things: it stays when the work goes.
+	if len(added) > 0 {
+		opt := &workv1.SelectivelyOrphan{}
+		for _, n := range added {
+			opt.OrphaningRules = append(opt.OrphaningRules, workv1.OrphaningRule{Resource: "namespaces", Name: n})
+		}
+		w.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan, SelectivelyOrphan: opt}
+	}
+	return w, nil
+}
+
+// feedbackResources are the kinds whose replica counts the work agent reports back.
+var feedbackResources = map[string]string{
+	"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets",
+	"ReplicaSet": "replicasets", "Job": "jobs",
+}
+
+// namespaced reports whether an object's kind is namespaced, for the kinds an intent carries;
+// cluster-scoped kinds keep no namespace.
+func namespaced(o *unstructured.Unstructured) bool {
+	switch o.GetKind() {
+	case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PriorityClass", "StorageClass", "PersistentVolume":
+		return false
+	}
+	return true
+}
+
+// deleteWorks deletes the intent's ManifestWorks on clusters not in keep (all when keep is
+// nil) and returns how many remain to be deleted.
+func (c *Controller) deleteWorks(ctx context.Context, ns, name string, keep sets.Set[string]) (int, error) {
+	sel := labels.SelectorFromSet(labels.Set{LabelIntentNamespace: ns, LabelIntentName: name})
+	works, err := c.works.List(sel)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	remaining := 0
+	for _, w := range works {
+		if keep.Has(w.Namespace) {
+			continue
+		}
+		remaining++
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		err := c.clients.Work.WorkV1().ManifestWorks(w.Namespace).Delete(ctx, w.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting ManifestWork %s/%s: %w", w.Namespace, w.Name, err))
+		}
+	}
+	return remaining, errors.Join(errs...)
+}
+
+func (c *Controller) addFinalizer(ctx context.Context, in *fleetfitv1alpha1.HPAIntent) (*fleetfitv1alpha1.HPAIntent, error) {
+	if slices.Contains(in.Finalizers, Finalizer) {
+		return in, nil
+	}
+	upd := in.DeepCopy()
+	upd.Finalizers = append(upd.Finalizers, Finalizer)
+	return c.clients.Fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, in *fleetfitv1alpha1.HPAIntent) error {
+	if !slices.Contains(in.Finalizers, Finalizer) {
+		return nil
+	}
+	upd := in.DeepCopy()
+	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err := c.clients.Fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// updateStatus writes status.clusters and the Delivered condition from the ManifestWorks.
+func (c *Controller) updateStatus(ctx context.Context, in *fleetfitv1alpha1.HPAIntent, clusters []string, deliveryErrs []error) error {
+	status := in.Status.DeepCopy()
+	now := metav1.NewTime(c.opts.Clock.Now())
+	previous := map[string]fleetfitv1alpha1.ClusterDelivery{}
+	for _, d := range in.Status.Clusters {
+		previous[d.ClusterName] = d
+	}
+	status.Clusters = nil
+	available, failed := 0, 0
+	for _, cluster := range clusters {
+		d := fleetfitv1alpha1.ClusterDelivery{ClusterName: cluster, ManifestWork: WorkName(in), State: fleetfitv1alpha1.DeliveryPending}
+		if w, err := c.works.ManifestWorks(cluster).Get(WorkName(in)); err == nil {
+			d.State, d.Message = deliveryState(w)
+		}
+		switch d.State {
+		case fleetfitv1alpha1.DeliveryAvailable:
+			available++
+		case fleetfitv1alpha1.DeliveryFailed, fleetfitv1alpha1.DeliveryDegraded:
+			failed++
+		}
+		d.LastTransitionTime = now
+		if p, ok := previous[cluster]; ok && p.State == d.State {
+			d.LastTransitionTime = p.LastTransitionTime
+		}
+		status.Clusters = append(status.Clusters, d)
+	}
+	cond := metav1.Condition{Type: fleetfitv1alpha1.ConditionDelivered, ObservedGeneration: in.Generation}
+	switch {
+	case len(deliveryErrs) > 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "DeliveryError", errors.Join(deliveryErrs...).Error()
+	case len(clusters) == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "NoClusters", "the Placement decides no cluster yet"
+	case failed > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, "Failed"
+		cond.Message = fmt.Sprintf("%d of %d clusters report a failed or degraded delivery", failed, len(clusters))
+	case available == len(clusters):
+		cond.Status, cond.Reason = metav1.ConditionTrue, "Available"
+		cond.Message = fmt.Sprintf("the workload is available on %d cluster(s)", len(clusters))
+	default:
+		cond.Status, cond.Reason = metav1.ConditionFalse, "Delivering"
+		cond.Message = fmt.Sprintf("the workload is available on %d of %d clusters", available, len(clusters))
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+	if equality.Semantic.DeepEqual(*status, in.Status) {
+		return nil
+	}
+	upd := in.DeepCopy()
+	upd.Status = *status
+	_, err := c.clients.Fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	return err
+}
+
+// deliveryState reads a ManifestWork's conditions and its workloads' status feedback.
+func deliveryState(w *workv1.ManifestWork) (fleetfitv1alpha1.DeliveryState, string) {
+	applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
+	availableCond := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkAvailable)
+	degraded := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkDegraded)
+	replicas := feedback(w)
+	switch {
+	case applied != nil && applied.Status == metav1.ConditionFalse:
+		return fleetfitv1alpha1.DeliveryFailed, applied.Message
+	case degraded != nil && degraded.Status == metav1.ConditionTrue:
+		return fleetfitv1alpha1.DeliveryDegraded, degraded.Message
+	case availableCond != nil && availableCond.Status == metav1.ConditionTrue:
+		return fleetfitv1alpha1.DeliveryAvailable, replicas
+	case applied != nil && applied.Status == metav1.ConditionTrue:
+		return fleetfitv1alpha1.DeliveryApplied, replicas
+	}
+	return fleetfitv1alpha1.DeliveryPending, "waiting for the work agent"
+}
+
+// feedback summarises the ready replicas the work agent reports, e.g. "Deployment web: 2/3 ready".
+func feedback(w *workv1.ManifestWork) string {
+	var parts []string
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		values := map[string]int64{}
+		for _, v := range m.StatusFeedbacks.Values {
+			if v.Value.Integer != nil {
+				values[v.Name] = *v.Value.Integer
+			}
+		}
+		if want, ok := values["Replicas"]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s: %d/%d ready", m.ResourceMeta.Kind, m.ResourceMeta.Name, values["ReadyReplicas"], want))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,109 @@
+// Package mutation sets a consumer's requirements on the pod template of a
+// workload object: resources on one container, required node affinity for the
+// features and the tolerations the pods need. The action controller applies
+// it to the manifests it delivers to a cluster.
+//
+// It works on unstructured objects, so every apiVersion of the supported kinds
+// works and fields this package does not know survive untouched. Mutate adds to
+// what the user wrote and never takes anything away, except the amounts of the
+// resources the consumer sets, and it is idempotent: mutating an object it has
+// already mutated changes nothing.
+package mutation
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+)
+
+// Mutation is what to set on a pod template.
+type Mutation struct {
+	// Container names the container that gets Requests and Limits; empty means
+	// the first container. It need not be set when there are no amounts.
+	Container string
+	// Requests and Limits replace the container's amounts of these resources;
+	// the container's other resources stay as they are. A resource with a
+	// limit but no request gets the limit as its request, as Kubernetes would
+	// default it, and an extended resource with a request but no limit gets
+	// the request as its limit, as Kubernetes requires.
+	Requests, Limits corev1.ResourceList
+	// ExclusiveCPU makes the container's cpu and memory requests equal to
+	// their limits, for Guaranteed QoS.
+	ExclusiveCPU bool
+	// Features are ANDed into every term of the pod's required node affinity.
+	Features []corev1.NodeSelectorRequirement
+	// Tolerations are added to the pod's tolerations unless already there.
+	Tolerations []corev1.Toleration
+}
+
+// Mutate applies m to the pod template of obj, one of the kinds
+// hpa.PodSpecKinds names. On error obj is unchanged; the error says what is
+// wrong with the object (an unsupported kind, a missing pod spec or container,
+// a field of the wrong type) or with the amounts (a request above a limit the
+// manifest keeps).
+func Mutate(obj *unstructured.Unstructured, m Mutation) error {
+	kind, name := obj.GetKind(), obj.GetName()
+	path, ok := hpa.PodSpecPath(kind)
+	if !ok {
+		return fmt.Errorf("%s %s: kind %s has no pod template to mutate; supported kinds: %s",
+			kind, name, kind, strings.Join(hpa.PodSpecKinds(), ", "))
+	}
+	at := strings.Join(path, ".")
+	spec, err := mapAt(obj.Object, "", path...)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	if spec == nil {
+		return fmt.Errorf("%s %s has no pod spec at %s", kind, name, at)
+	}
+	// Edit a copy and put it in place only when every edit succeeded, so that
+	// a failed Mutate leaves obj as it was.
+	spec = runtime.DeepCopyJSON(spec)
+	if err := mutateContainer(spec, at, &m); err != nil {
+		return fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	if err := addFeatures(spec, at, m.Features); err != nil {
+		return fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	if err := addTolerations(spec, at, m.Tolerations); err != nil {
+		return fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	setAt(obj.Object, spec, path...)
+	return nil
+}
+
+// mutateContainer sets the amounts on the container m names in spec, the pod
+// spec at at. A mutation without amounts touches no container, but a
+// container it names must exist.
+func mutateContainer(spec map[string]any, at string, m *Mutation) error {
+	if m.Container == "" && len(m.Requests) == 0 && len(m.Limits) == 0 && !m.ExclusiveCPU {
+		return nil
+	}
+	containers, err := sliceAt(spec, at, "containers")
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(containers))
+	for i, raw := range containers {
+		c, ok := raw.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s.containers[%d] is %s, not an object", at, i, describe(raw))
+		}
+		cname, _ := c["name"].(string)
+		names = append(names, fmt.Sprintf("%q", cname))
+		if m.Container != "" && cname != m.Container {
+			continue
+		}
+		// spec is a copy, so the container can be edited in place.
+		return setResources(c, fmt.Sprintf("%s.containers[%d]", at, i), m)
+	}
+	if len(containers) == 0 {
+		return fmt.Errorf("the pod has no containers at %s.containers to set resources on", at)
+	}
+	return fmt.Errorf("no container %q (containers: %s)", m.Container, strings.Join(names, ", "))
+}
