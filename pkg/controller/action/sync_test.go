@@ -1,0 +1,123 @@
+package action
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
+)
+
+func deployment(name, namespace string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
+		},
+	}
+}
+
+func TestDesiredWork(t *testing.T) {
+	in := ut.MakeHPAIntent("web", "shop").Placement("web").Consumer(
+		ut.MakeConsumer("web").Target("Deployment", "web", "app").Requirement(
+			ut.MakeResource("cpu", "cpu").Requests("2").Obj(),
+			ut.MakeResource("gpu", "nvidia.com/gpu").Limits("1").Optional(5).Obj(),
+		).Obj(),
+	).Manifest(deployment("web", "")).Manifest(deployment("other", "tools")).Obj()
+	r, err := hpa.Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := desiredWork(in, r, "cluster1", map[string][]string{"web": {"gpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Name != "shop.web" || w.Namespace != "cluster1" || w.Labels[LabelIntentNamespace] != "shop" || w.Labels[LabelIntentName] != "web" {
+		t.Errorf("work %s/%s labels %v", w.Namespace, w.Name, w.Labels)
+	}
+	if got := w.Annotations[AnnotationOptional]; got != "web/gpu" {
+		t.Errorf("optional annotation %q, want web/gpu", got)
+	}
+	var kinds []string
+	for _, m := range w.Spec.Workload.Manifests {
+		u := m.Object.(*unstructured.Unstructured)
+		kinds = append(kinds, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
+	}
+	want := []string{"Namespace /shop", "Namespace /tools", "Deployment shop/web", "Deployment tools/other"}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("manifests (-want,+got):\n%s", diff)
+	}
+	web := w.Spec.Workload.Manifests[2].Object.(*unstructured.Unstructured)
+	containers, _, _ := unstructured.NestedSlice(web.Object, "spec", "template", "spec", "containers")
+	res := containers[0].(map[string]any)["resources"].(map[string]any)
+	if diff := cmp.Diff(map[string]any{"cpu": "2", "nvidia.com/gpu": "1"}, res["requests"]); diff != "" {
+		t.Errorf("requests of the mutated container (-want,+got):\n%s", diff)
+	}
+	other := w.Spec.Workload.Manifests[3].Object.(*unstructured.Unstructured)
+	otherContainers, _, _ := unstructured.NestedSlice(other.Object, "spec", "template", "spec", "containers")
+	if _, mutated := otherContainers[0].(map[string]any)["resources"]; mutated {
+		t.Errorf("the untargeted Deployment was mutated: %v", otherContainers[0])
+	}
+	if w.Spec.DeleteOption == nil || w.Spec.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeSelectivelyOrphan ||
+		len(w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules) != 2 {
+		t.Errorf("added namespaces must be orphaned on deletion: %+v", w.Spec.DeleteOption)
+	}
+	if len(w.Spec.ManifestConfigs) != 2 || w.Spec.ManifestConfigs[0].ResourceIdentifier.Resource != "deployments" ||
+		w.Spec.ManifestConfigs[0].ResourceIdentifier.Group != "apps" {
+		t.Errorf("status feedback configs %+v, want one per Deployment", w.Spec.ManifestConfigs)
+	}
+
+	// Building it twice gives the same work: updates are written only on change.
+	again, err := desiredWork(in, r, "cluster1", map[string][]string{"web": {"gpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(w, again); diff != "" {
+		t.Errorf("desiredWork is not deterministic (-first,+second):\n%s", diff)
+	}
+}
+
+func TestDeliveryState(t *testing.T) {
+	cond := func(typ string, s metav1.ConditionStatus, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, Message: msg}
+	}
+	replicas := workv1.ManifestCondition{
+		ResourceMeta: workv1.ManifestResourceMeta{Kind: "Deployment", Name: "web"},
+		StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{
+			{Name: "Replicas", Value: workv1.FieldValue{Integer: ptr.To[int64](3)}},
+			{Name: "ReadyReplicas", Value: workv1.FieldValue{Integer: ptr.To[int64](2)}},
+		}},
+	}
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		want       v1alpha1.DeliveryState
+		message    string
+	}{
+		"no status yet": {want: v1alpha1.DeliveryPending, message: "waiting for the work agent"},
+		"applied":       {conditions: []metav1.Condition{cond(workv1.WorkApplied, metav1.ConditionTrue, "")}, want: v1alpha1.DeliveryApplied, message: "Deployment web: 2/3 ready"},
+		"available":     {conditions: []metav1.Condition{cond(workv1.WorkApplied, metav1.ConditionTrue, ""), cond(workv1.WorkAvailable, metav1.ConditionTrue, "")}, want: v1alpha1.DeliveryAvailable, message: "Deployment web: 2/3 ready"},
+		"apply failed":  {conditions: []metav1.Condition{cond(workv1.WorkApplied, metav1.ConditionFalse, "forbidden")}, want: v1alpha1.DeliveryFailed, message: "forbidden"},
+		"degraded":      {conditions: []metav1.Condition{cond(workv1.WorkApplied, metav1.ConditionTrue, ""), cond(workv1.WorkDegraded, metav1.ConditionTrue, "crash loop")}, want: v1alpha1.DeliveryDegraded, message: "crash loop"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := &workv1.ManifestWork{}
+			w.Status.Conditions = tc.conditions
+			w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{replicas}
+			state, msg := deliveryState(w)
+			if state != tc.want || msg != tc.message {
+				t.Errorf("deliveryState = %s, %q; want %s, %q", state, msg, tc.want, tc.message)
+			}
+		})
+	}
+}
