@@ -65,7 +65,7 @@ func TestDesiredWork(t *testing.T) {
 	}
 	other := w.Spec.Workload.Manifests[3].Object.(*unstructured.Unstructured)
 	otherContainers, _, _ := unstructured.NestedSlice(other.Object, "spec", "template", "spec", "containers")
-	if _, mutated := otherContainers[0].(map[string]any)["resources"]; mutated {
+	if res, _ := otherContainers[0].(map[string]any)["resources"].(map[string]any); len(res) > 0 {
 		t.Errorf("the untargeted Deployment was mutated: %v", otherContainers[0])
 	}
 	if w.Spec.DeleteOption == nil || w.Spec.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeSelectivelyOrphan ||
