@@ -6,17 +6,12 @@ package action
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
 	clusterlisterv1beta1 "open-cluster-management.io/api/client/cluster/listers/cluster/v1beta1"
@@ -28,6 +23,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
@@ -112,42 +108,16 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, work worki
 
 // Run delivers until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithName("action")
-	ctx = klog.NewContext(ctx, logger)
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	intents, _ := c.intents.List(labels.Everything())
-	for _, in := range intents {
-		c.enqueue(in)
-	}
-	logger.Info("Action controller started", "workers", c.opts.Workers)
-	var wg sync.WaitGroup
-	for range c.opts.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.sync(ctx, key)
-		if err == nil {
-			c.queue.Forget(key)
-		} else {
-			utilruntime.HandleErrorWithContext(ctx, err, "Delivering HPAIntent failed", "hpaIntent", key)
-			c.queue.AddRateLimited(key)
-		}
-		c.queue.Done(key)
-	}
+	workers.Loop{
+		Name: "action", Queue: c.queue, Synced: c.synced, Sync: c.sync, Workers: c.opts.Workers,
+		Seed: func() int {
+			intents, _ := c.intents.List(labels.Everything())
+			for _, in := range intents {
+				c.enqueue(in)
+			}
+			return len(intents)
+		},
+	}.Run(ctx)
 }
 
 func (c *Controller) enqueue(in *fleetfitv1alpha1.HPAIntent) {

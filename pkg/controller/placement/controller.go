@@ -12,13 +12,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
@@ -31,6 +28,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
@@ -165,51 +163,19 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit f
 
 // Run processes placements with the configured number of workers until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithName("placement")
-	ctx = klog.NewContext(ctx, logger)
-	syncStart := time.Now()
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	// Everything is scheduled once at start: informers' add events ran before the handlers
-	// were synced, and this is the same as OCM's start-up resync.
-	logger.V(2).Info("Caches synced", "after", time.Since(syncStart))
-	c.started.Store(true)
-	placements, _ := c.placements.List(labels.Everything())
-	for _, p := range placements {
-		c.enqueue(p)
-	}
-	logger.Info("Placement controller started", "mode", c.opts.Mode, "workers", c.opts.Workers, "placements", len(placements))
-	var wg sync.WaitGroup
-	for range c.opts.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	err := c.sync(ctx, key)
-	if err == nil {
-		c.queue.Forget(key)
-		return true
-	}
-	utilruntime.HandleErrorWithContext(ctx, err, "Scheduling placement failed", "placement", key)
-	c.queue.AddRateLimited(key)
-	return true
+	workers.Loop{
+		Name: "placement", Queue: c.queue, Synced: c.synced, Sync: c.sync, Workers: c.opts.Workers,
+		// Everything is scheduled once at start: informers' add events ran before the
+		// handlers enqueued anything, and this is the same as OCM's start-up resync.
+		Seed: func() int {
+			c.started.Store(true)
+			placements, _ := c.placements.List(labels.Everything())
+			for _, p := range placements {
+				c.enqueue(p)
+			}
+			return len(placements)
+		},
+	}.Run(ctx)
 }
 
 // Handles reports whether fleetfit schedules the placement in this mode.

@@ -1,0 +1,72 @@
+// Package workers runs a controller's work queue: wait for the informers, seed the queue,
+// then process keys with several workers until the context ends, retrying failed keys with
+// the queue's rate limiter. fleetfit's hub controllers share it so that each file holds only
+// what its controller does.
+package workers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Loop is one controller's queue and what it does with a key.
+type Loop struct {
+	// Name is the controller's name in logs.
+	Name  string
+	Queue workqueue.TypedRateLimitingInterface[string]
+	// Synced are the informer registrations to wait for.
+	Synced []toolscache.InformerSynced
+	// Seed runs once the caches are synced, before the workers start; it usually queues every
+	// object and returns how many, for the start-up log.
+	Seed func() int
+	// Sync handles one key. An error means a transient failure: the key is retried with
+	// backoff. Terminal problems are conditions and events, and Sync returns nil for them.
+	Sync    func(ctx context.Context, key string) error
+	Workers int
+}
+
+// Run runs the loop until ctx ends and shuts the queue down.
+func (l Loop) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer l.Queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName(l.Name)
+	ctx = klog.NewContext(ctx, logger)
+	if !toolscache.WaitForCacheSync(ctx.Done(), l.Synced...) {
+		return
+	}
+	seeded := 0
+	if l.Seed != nil {
+		seeded = l.Seed()
+	}
+	logger.Info("Controller started", "workers", l.Workers, "queued", seeded)
+	var wg sync.WaitGroup
+	for range max(l.Workers, 1) {
+		wg.Go(func() { wait.UntilWithContext(ctx, l.work, time.Second) })
+	}
+	<-ctx.Done()
+	l.Queue.ShutDown()
+	wg.Wait()
+}
+
+func (l Loop) work(ctx context.Context) {
+	for {
+		key, quit := l.Queue.Get()
+		if quit {
+			return
+		}
+		if err := l.Sync(ctx, key); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Sync failed", "controller", l.Name, "key", key)
+			l.Queue.AddRateLimited(key)
+		} else {
+			l.Queue.Forget(key)
+		}
+		l.Queue.Done(key)
+	}
+}
