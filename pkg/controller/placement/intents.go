@@ -156,11 +156,18 @@ func scheduledCondition(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placem
 		return cond
 	}
 	cond.Status, cond.Reason = metav1.ConditionFalse, "NoFeasibleCluster"
+	// The hardware reasons first: they are what the intent is about, and in a large fleet
+	// the clusters its predicates never select would crowd them out.
 	var reasons []string
-	for _, f := range res.Filters {
-		for _, r := range f.Rejected {
-			if len(reasons) < maxListed {
-				reasons = append(reasons, r.Cluster+": "+r.Reason)
+	for _, hardware := range []bool{true, false} {
+		for _, f := range res.Filters {
+			if (f.Plugin == hardwarefit.Name) != hardware {
+				continue
+			}
+			for _, r := range f.Rejected {
+				if len(reasons) < maxListed {
+					reasons = append(reasons, r.Cluster+": "+r.Reason)
+				}
 			}
 		}
 	}
