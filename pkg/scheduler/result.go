@@ -139,5 +139,16 @@ func (r *Result) Before(plugin string) *framework.Bitset {
 	return nil
 }
 
+// After returns the clusters that passed every filter up to and including the named one, or
+// nil when it did not run.
+func (r *Result) After(plugin string) *framework.Bitset {
+	for _, f := range r.Filters {
+		if f.Plugin == plugin {
+			return f.set
+		}
+	}
+	return nil
+}
+
 // Snapshot returns the snapshot the cycle ran on.
 func (r *Result) Snapshot() *framework.Snapshot { return r.snap }

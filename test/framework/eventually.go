@@ -35,3 +35,24 @@ func Eventually(t testing.TB, fn func(ctx context.Context) error) {
 		t.Fatalf("condition not met within %v: %v", EventuallyTimeout, last)
 	}
 }
+
+// Consistently checks fn every PollInterval for d and fails the test at the first error. It
+// is for asserting that something does NOT happen, once a barrier has shown that the
+// controller saw the change that must not matter.
+func Consistently(t testing.TB, d time.Duration, fn func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if err := fn(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-t.Context().Done():
+			return
+		case <-time.After(PollInterval):
+		}
+	}
+}

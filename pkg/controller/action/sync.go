@@ -175,7 +175,7 @@ func (c *Controller) optionalFor(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved
 		return out
 	}
 	view := inventory.NewView(&inv.Status)
-	consumers, err := hardwarefit.Compile(in)
+	consumers, err := hardwarefit.Consumers(in)
 	if err != nil {
 		return out
 	}

@@ -9,6 +9,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	clustersdkv1beta2 "open-cluster-management.io/sdk-go/pkg/apis/cluster/v1beta2"
 )
 
 // enqueueForClusters requeues the placements that a change to one cluster can affect: those in
@@ -81,18 +82,10 @@ func (c *Controller) enqueueNamespace(ns string, match func(*clusterv1beta1.Plac
 	}
 }
 
+// inSet reports whether the cluster is a member of the set, with OCM's own semantics.
 func inSet(s *clusterv1beta2.ManagedClusterSet, cl *clusterv1.ManagedCluster) bool {
-	switch s.Spec.ClusterSelector.SelectorType {
-	case clusterv1beta2.LabelSelector:
-		if s.Spec.ClusterSelector.LabelSelector == nil {
-			return false
-		}
-		sel, err := metav1.LabelSelectorAsSelector(s.Spec.ClusterSelector.LabelSelector)
-		return err == nil && sel.Matches(labels.Set(cl.Labels))
-	case clusterv1beta2.ExclusiveClusterSetLabel, "":
-		return cl.Labels[clusterv1beta2.ClusterSetLabel] == s.Name
-	}
-	return false
+	sel, err := clustersdkv1beta2.BuildClusterSelector(s)
+	return err == nil && sel != nil && sel.Matches(labels.Set(cl.Labels))
 }
 
 // mayMatchCluster returns whether a placement's predicates can select the cluster. Only

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -43,13 +44,9 @@ func (c *Controller) reserve(p *clusterv1beta1.Placement, intents []*fleetfitv1a
 	if added.Len() == 0 {
 		return
 	}
-	var consumers []hardwarefit.Consumer
-	for _, in := range intents {
-		cs, err := hardwarefit.Compile(in)
-		if err != nil {
-			return // validation reports it; the cycle would have failed first
-		}
-		consumers = append(consumers, cs...)
+	consumers, err := hardwarefit.Consumers(intents...)
+	if err != nil {
+		return // validation reports it; the cycle would have failed first
 	}
 	timeout := c.opts.ReservationTimeout
 	if timeout <= 0 {
@@ -89,22 +86,26 @@ func (c *Controller) updateIntents(ctx context.Context, p *clusterv1beta1.Placem
 		return nil
 	}
 	snap := res.Snapshot()
-	eligible := res.Before(hardwarefit.Name)
-	if eligible == nil {
-		eligible = res.Available
+	eligible, passed := res.Before(hardwarefit.Name), res.After(hardwarefit.Name)
+	if eligible == nil || passed == nil {
+		return nil // the profile has no HardwareFit: there are no candidates to report
 	}
+	// Only the clusters HardwareFit rejected need a look per consumer: where all consumers
+	// fit together, each fits on its own.
+	rejected := eligible.Clone()
+	rejected.AndNot(passed)
 	decisions := res.Decisions()
 	var errs []error
 	for _, in := range intents {
-		consumers, err := hardwarefit.Compile(in)
+		consumers, err := hardwarefit.Consumers(in)
 		if err != nil {
 			continue
 		}
 		status := in.Status.DeepCopy()
 		status.Candidates = nil
 		for _, cs := range consumers {
-			allow := framework.NewBitset(snap.NumClusters())
-			eligible.ForEach(func(i int) {
+			allow := passed.Clone()
+			rejected.ForEach(func(i int) {
 				if ok, _ := hardwarefit.FitsConsumer(snap.Cluster(i), cs, req.Key(), req.Decided.Has(i), req.Now); ok {
 					allow.Set(i)
 				}
@@ -122,10 +123,7 @@ func (c *Controller) updateIntents(ctx context.Context, p *clusterv1beta1.Placem
 			errs = append(errs, fmt.Errorf("updating status of HPAIntent %s/%s: %w", in.Namespace, in.Name, err))
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%v", errs)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func candidates(snap *framework.Snapshot, cs hardwarefit.Consumer, eligible, allow *framework.Bitset) fleetfitv1alpha1.ConsumerCandidates {

@@ -186,9 +186,10 @@ func (c *Cache) UpsertInventory(inv *fleetfitv1alpha1.ClusterInventory) {
 	c.inventories[inv.Namespace] = inv
 	// Reservations whose pods the new report shows are done.
 	if rs := c.reservations[inv.Namespace]; len(rs) > 0 {
+		requested := framework.RequestedTotals(inv)
 		kept := make([]framework.Reservation, 0, len(rs))
 		for _, r := range rs {
-			if !r.Seen(inv) {
+			if !r.Seen(requested) {
 				kept = append(kept, r)
 			}
 		}

@@ -1,4 +1,4 @@
-package cache
+package cache_test
 
 import (
 	"testing"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -24,7 +25,7 @@ func decision(ns, name, placement string, clusters ...string) *clusterv1beta1.Pl
 }
 
 func TestSnapshotIsRebuiltOnlyOnChange(t *testing.T) {
-	c := New()
+	c := cache.New()
 	c.UpsertCluster(utiltesting.MakeCluster("b").Obj())
 	c.UpsertCluster(utiltesting.MakeCluster("a").Obj())
 	c.UpsertSet(utiltesting.MakeExclusiveClusterSet("default"))
@@ -61,7 +62,7 @@ func TestSnapshotIsRebuiltOnlyOnChange(t *testing.T) {
 }
 
 func TestDecisionsAreCounted(t *testing.T) {
-	c := New()
+	c := cache.New()
 	for _, n := range []string{"a", "b", "c"} {
 		c.UpsertCluster(utiltesting.MakeCluster(n).Obj())
 	}
@@ -95,7 +96,7 @@ func TestDecisionsAreCounted(t *testing.T) {
 }
 
 func TestReservations(t *testing.T) {
-	c := New()
+	c := cache.New()
 	c.UpsertCluster(utiltesting.MakeCluster("a").Obj())
 	now := time.Now()
 	c.Reserve("a", "ns/p", []framework.Reservation{{Placement: "ns/p", Replicas: 1, Until: now.Add(time.Minute)}}, now)

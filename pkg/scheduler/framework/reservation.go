@@ -30,12 +30,9 @@ type Reservation struct {
 // Active reports whether the reservation still counts at now.
 func (r *Reservation) Active(now time.Time) bool { return now.Before(r.Until) }
 
-// Seen reports whether the inventory shows the reserved amounts consumed.
-func (r *Reservation) Seen(inv *fleetfitv1alpha1.ClusterInventory) bool {
-	if inv == nil {
-		return false
-	}
-	requested := RequestedTotals(inv)
+// Seen reports whether the cluster's requested totals (RequestedTotals of its current
+// inventory) show the reserved amounts consumed.
+func (r *Reservation) Seen(requested map[corev1.ResourceName]int64) bool {
 	for name, q := range r.Amounts {
 		if requested[name]-r.Base[name] < q.MilliValue() {
 			return false

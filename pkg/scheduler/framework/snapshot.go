@@ -5,11 +5,11 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	clustersdkv1beta2 "open-cluster-management.io/sdk-go/pkg/apis/cluster/v1beta2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -58,6 +58,17 @@ func (c *ClusterInfo) Labels() labels.Set { return labels.Set(c.Cluster.Labels) 
 
 // Terminating reports whether the cluster is being deleted; such clusters are never selected.
 func (c *ClusterInfo) Terminating() bool { return !c.Cluster.DeletionTimestamp.IsZero() }
+
+// InventoryStaleAfter is how old a ClusterInventory may be, relative to a cycle's time, and
+// still describe the cluster: an older one means the agent stopped reporting.
+const InventoryStaleAfter = 10 * time.Minute
+
+// InventoryFresh reports whether the cluster has an inventory observed at most
+// InventoryStaleAfter before now.
+func (c *ClusterInfo) InventoryFresh(now time.Time) bool {
+	age, ok := c.InventoryAge(now)
+	return ok && age <= InventoryStaleAfter
+}
 
 // InventoryAge returns how long ago the agent observed the cluster, or false without inventory.
 func (c *ClusterInfo) InventoryAge(now time.Time) (time.Duration, bool) {
@@ -133,25 +144,14 @@ func NewSnapshot(in SnapshotInput) *Snapshot {
 	return s
 }
 
-// setSelector returns the membership test of a ManagedClusterSet: the exclusive set label
-// (the default), a label selector, or nothing for an invalid selector.
+// setSelector returns the membership test of a ManagedClusterSet, with OCM's own semantics
+// (the exclusive set label by default, or a label selector); an invalid set selects nothing.
 func setSelector(set *clusterv1beta2.ManagedClusterSet) func(*ClusterInfo) bool {
-	sel := set.Spec.ClusterSelector
-	switch sel.SelectorType {
-	case clusterv1beta2.LabelSelector:
-		if sel.LabelSelector == nil {
-			return func(*ClusterInfo) bool { return false }
-		}
-		ls, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
-		if err != nil {
-			return func(*ClusterInfo) bool { return false }
-		}
-		return func(c *ClusterInfo) bool { return ls.Matches(c.Labels()) }
-	case clusterv1beta2.ExclusiveClusterSetLabel, "":
-		return func(c *ClusterInfo) bool { return c.Cluster.Labels[clusterv1beta2.ClusterSetLabel] == set.Name }
-	default:
+	sel, err := clustersdkv1beta2.BuildClusterSelector(set)
+	if err != nil || sel == nil {
 		return func(*ClusterInfo) bool { return false }
 	}
+	return func(c *ClusterInfo) bool { return sel.Matches(c.Labels()) }
 }
 
 // NumClusters returns the number of clusters; indexes run from 0 to NumClusters()-1.

@@ -1,15 +1,18 @@
 package testing
 
 import (
-	"sort"
+	"strings"
 
-	"k8s.io/client-go/tools/cache"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	clusterlisterv1alpha1 "open-cluster-management.io/api/client/cluster/listers/cluster/v1alpha1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -24,35 +27,40 @@ type Fleet struct {
 	Decided map[string][]string
 }
 
-// Snapshot indexes the fleet as the hub's cache would.
+// Snapshot indexes the fleet with the hub's own cache.
 func (f Fleet) Snapshot() *framework.Snapshot {
-	scores := map[string]map[string]*clusterv1alpha1.AddOnPlacementScore{}
+	c := cache.New()
+	for _, cl := range f.Clusters {
+		c.UpsertCluster(cl)
+	}
 	for _, s := range f.Scores {
-		if scores[s.Namespace] == nil {
-			scores[s.Namespace] = map[string]*clusterv1alpha1.AddOnPlacementScore{}
-		}
-		scores[s.Namespace][s.Name] = s
+		c.UpsertScore(s)
 	}
-	inventories := map[string]*fleetfitv1alpha1.ClusterInventory{}
 	for _, inv := range f.Inventories {
-		inventories[inv.Namespace] = inv
+		c.UpsertInventory(inv)
 	}
-	in := framework.SnapshotInput{Sets: f.Sets, Bindings: map[string][]string{}, Decided: f.Decided}
-	for _, c := range f.Clusters {
-		in.Clusters = append(in.Clusters, framework.NewClusterInfo(c, scores[c.Name], inventories[c.Name]))
+	for _, s := range f.Sets {
+		c.UpsertSet(s)
 	}
 	for _, b := range f.Bindings {
-		in.Bindings[b.Namespace] = append(in.Bindings[b.Namespace], b.Name)
+		c.UpsertBinding(b)
 	}
-	for _, names := range in.Bindings {
-		sort.Strings(names)
+	for key, names := range f.Decided {
+		ns, placement, _ := strings.Cut(key, "/")
+		d := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: placement + "-decision-1", Labels: map[string]string{clusterv1beta1.PlacementLabel: placement},
+		}}
+		for _, n := range names {
+			d.Status.Decisions = append(d.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: n})
+		}
+		c.UpsertDecision(d)
 	}
-	return framework.NewSnapshot(in)
+	return c.Snapshot()
 }
 
 // ScoreLister returns a lister over the fleet's AddOnPlacementScores.
 func (f Fleet) ScoreLister() clusterlisterv1alpha1.AddOnPlacementScoreLister {
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	for _, s := range f.Scores {
 		_ = idx.Add(s)
 	}

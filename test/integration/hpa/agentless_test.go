@@ -50,5 +50,5 @@ func TestClusterWithoutAgent(t *testing.T) {
 		t.Errorf("Scheduled message %q, want it to say %q", msg, want)
 	}
 	e.waitDecided("only-agentless")
-	consistently(t, framework.PollInterval*5, e.decides("needs", cluster(0)))
+	framework.Consistently(t, framework.PollInterval*5, e.decides("needs", cluster(0)))
 }

@@ -446,26 +446,6 @@ func scheduledMessage(in *v1alpha1.HPAIntent) string {
 	return ""
 }
 
-// consistently checks fn every PollInterval for d and fails at the first error; only for
-// asserting that something does not happen once the hub is known to have seen the change.
-func consistently(t *testing.T, d time.Duration, fn func(ctx context.Context) error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if err := fn(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-t.Context().Done():
-			return
-		case <-time.After(framework.PollInterval):
-		}
-	}
-}
-
 // node starts a node builder with cpu and memory.
 func node(name, cpu, memory string) *utiltesting.NodeWrapper {
 	return utiltesting.MakeNode(name).Resource(corev1.ResourceCPU, cpu).Resource(corev1.ResourceMemory, memory)

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
+	"github.com/fleetfit/fleetfit/test/framework"
 )
 
 // webDeployment is the workload of the web intent: a Deployment web with one container app.
@@ -72,7 +73,7 @@ func TestInvalidIntentKeepsDecisions(t *testing.T) {
 		}
 		// The event comes from a cycle of the placement that saw the invalid intent.
 		e.waitPlacementEvent("web", "HPAIntentInvalid")
-		consistently(t, time.Second, e.decides("web", cluster(1)))
+		framework.Consistently(t, time.Second, e.decides("web", cluster(1)))
 
 		// Fixed, the intent is scheduled again, with the new feature: nothing fits now.
 		e.updateIntent("web", func(in *v1alpha1.HPAIntent) { in.Spec.Consumers[0].Target.Container = "app" })
@@ -95,7 +96,7 @@ func TestInvalidIntentKeepsDecisions(t *testing.T) {
 		// intent and keeps its decisions: it must not spread to cluster1, where the consumer
 		// does not fit.
 		e.waitPlacementEvent("moved", "HPAIntentInvalid")
-		consistently(t, time.Second, e.decides("moved", cluster(1)))
+		framework.Consistently(t, time.Second, e.decides("moved", cluster(1)))
 	})
 
 	t.Run("two mandatory amounts of one resource", func(t *testing.T) {

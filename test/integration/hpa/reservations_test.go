@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
+	"github.com/fleetfit/fleetfit/test/framework"
 )
 
 // TestBurstDoesNotOvercommit: cluster1 has two 4-cpu nodes labelled fast, room for exactly two
@@ -68,7 +69,7 @@ func TestBurstDoesNotOvercommit(t *testing.T) {
 		e.waitIntent(fmt.Sprintf("burst-%d", i), hasCondition(v1alpha1.ConditionScheduled, metav1.ConditionTrue, "Scheduled"))
 	}
 	// Nothing moves later either: the reservations outlive this check.
-	consistently(t, 2*time.Second, func(ctx context.Context) error {
+	framework.Consistently(t, 2*time.Second, func(ctx context.Context) error {
 		got, err := perCluster(ctx)
 		if err == nil && (got[cluster(0)] != counts[cluster(0)] || got[cluster(1)] != counts[cluster(1)]) {
 			err = fmt.Errorf("placements per cluster changed from %v to %v", counts, got)

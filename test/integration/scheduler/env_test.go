@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -186,27 +185,6 @@ func (e *env) resync(placement string) {
 		}
 		return nil
 	})
-}
-
-// consistently checks fn every PollInterval for d and fails the test at the first error. It is
-// only for asserting that something does NOT happen, after a barrier (resync, or another
-// placement's result) has shown that the hub saw the change that must not matter.
-func consistently(t *testing.T, d time.Duration, fn func(ctx context.Context) error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if err := fn(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-t.Context().Done():
-			return
-		case <-time.After(framework.PollInterval):
-		}
-	}
 }
 
 // waitScores waits until the placement's decisions hold exactly these clusters with these

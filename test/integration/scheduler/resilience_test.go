@@ -66,7 +66,7 @@ func (e *env) placementVersions(ctx context.Context, placement string) (map[stri
 // resourceVersions they have now.
 func (e *env) assertNoWrites(placement string, before map[string]string) {
 	e.t.Helper()
-	consistently(e.t, quietPeriod, func(ctx context.Context) error {
+	framework.Consistently(e.t, quietPeriod, func(ctx context.Context) error {
 		now, err := e.placementVersions(ctx, placement)
 		if err != nil {
 			return err

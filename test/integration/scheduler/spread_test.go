@@ -11,6 +11,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
+	"github.com/fleetfit/fleetfit/test/framework"
 )
 
 // TestSpreadConstraints: add-on scores prefer the east clusters, and a DoNotSchedule spread
@@ -73,7 +74,7 @@ func TestScoreRateLimit(t *testing.T) {
 	}
 	start := time.Now()
 	setScore("a", 80)
-	consistently(t, 3*time.Second, func(ctx context.Context) error {
+	framework.Consistently(t, 3*time.Second, func(ctx context.Context) error {
 		_, objs, err := e.decided(ctx, "p")
 		if err != nil {
 			return err

@@ -9,7 +9,7 @@
 // free capacity minus what earlier decisions have reserved but its inventory does not show yet.
 // The cluster's total free capacity never makes it feasible by itself. The node view comes
 // from the ClusterInventory the fleetfit agent reports; a cluster without one, or with one
-// older than StaleAfter, is not feasible (explain says so).
+// older than framework.InventoryStaleAfter, is not feasible (explain says so).
 //
 // A cluster the placement already decides keeps passing as long as its nodes still have the
 // required features: its own pods may be running there and using the room they need, which a
@@ -39,17 +39,11 @@ import (
 // Name is the plugin's name, also the builtIn prioritizer name that reweights its score.
 const Name = "HardwareFit"
 
-// StaleAfter is how old an inventory may be and still count.
-var StaleAfter = 10 * time.Minute
-
 // parallelism is how many clusters are checked at once.
 const parallelism = 4
 
-// HardwareFit is the plugin. It caches compiled intents by UID and generation.
-type HardwareFit struct {
-	mu       sync.Mutex
-	compiled map[types.UID]*compiledIntent
-}
+// HardwareFit is the plugin.
+type HardwareFit struct{}
 
 var (
 	_ framework.FilterPlugin = &HardwareFit{}
@@ -61,7 +55,7 @@ func New(_ framework.Handle, args framework.Args) (framework.Plugin, error) {
 	if args.Param != "" || args.AddOn != nil {
 		return nil, fmt.Errorf("%s takes no parameters", Name)
 	}
-	return &HardwareFit{compiled: map[types.UID]*compiledIntent{}}, nil
+	return &HardwareFit{}, nil
 }
 
 // Name implements framework.Plugin.
@@ -93,12 +87,20 @@ type compiledIntent struct {
 	err        error
 }
 
-// Consumers compiles the intents of a request, in order; intents are compiled once per
-// generation.
-func (p *HardwareFit) Consumers(intents []*fleetfitv1alpha1.HPAIntent) ([]Consumer, error) {
+// compiled caches compiled intents by UID and generation, shared by the plugin and the
+// controllers that need the same consumers (reservations, candidates, delivery), so that an
+// intent is resolved once per generation, not once per use.
+var compiled = struct {
+	sync.Mutex
+	m map[types.UID]*compiledIntent
+}{m: map[types.UID]*compiledIntent{}}
+
+// Consumers compiles intents into their consumers, in order, each intent once per
+// generation. Intents without a UID (not stored yet, as in a dry run) are compiled each time.
+func Consumers(intents ...*fleetfitv1alpha1.HPAIntent) ([]Consumer, error) {
 	var out []Consumer
 	for _, in := range intents {
-		c := p.compile(in)
+		c := compile(in)
 		if c.err != nil {
 			return nil, fmt.Errorf("HPAIntent %s: %w", in.Name, c.err)
 		}
@@ -107,21 +109,25 @@ func (p *HardwareFit) Consumers(intents []*fleetfitv1alpha1.HPAIntent) ([]Consum
 	return out, nil
 }
 
-func (p *HardwareFit) compile(in *fleetfitv1alpha1.HPAIntent) *compiledIntent {
-	p.mu.Lock()
-	if c, ok := p.compiled[in.UID]; ok && c.generation == in.Generation && in.UID != "" {
-		p.mu.Unlock()
-		return c
+func compile(in *fleetfitv1alpha1.HPAIntent) *compiledIntent {
+	if in.UID != "" {
+		compiled.Lock()
+		c, ok := compiled.m[in.UID]
+		compiled.Unlock()
+		if ok && c.generation == in.Generation {
+			return c
+		}
 	}
-	p.mu.Unlock()
 	c := &compiledIntent{generation: in.Generation}
 	c.consumers, c.err = Compile(in)
-	p.mu.Lock()
-	if len(p.compiled) > 4096 {
-		clear(p.compiled)
+	if in.UID != "" {
+		compiled.Lock()
+		if len(compiled.m) > 4096 {
+			clear(compiled.m)
+		}
+		compiled.m[in.UID] = c
+		compiled.Unlock()
 	}
-	p.compiled[in.UID] = c
-	p.mu.Unlock()
 	return c
 }
 
@@ -233,8 +239,10 @@ func fresh(info *framework.ClusterInfo, now time.Time) (bool, string) {
 	if info.View == nil {
 		return false, "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
 	}
-	if age, _ := info.InventoryAge(now); age > StaleAfter {
-		return false, fmt.Sprintf("the ClusterInventory is %s old (more than %s): is the fleetfit agent running?", age.Round(time.Second), StaleAfter)
+	if !info.InventoryFresh(now) {
+		age, _ := info.InventoryAge(now)
+		return false, fmt.Sprintf("the ClusterInventory is %s old (more than %s): is the fleetfit agent running?",
+			age.Round(time.Second), framework.InventoryStaleAfter)
 	}
 	return true, ""
 }
@@ -245,7 +253,7 @@ func (p *HardwareFit) Filter(ctx context.Context, _ *framework.CycleState, snap 
 	if len(req.Intents) == 0 {
 		return candidates, nil
 	}
-	consumers, err := p.Consumers(req.Intents)
+	consumers, err := Consumers(req.Intents...)
 	if err != nil {
 		return nil, framework.Misconfiguredf("%v", err)
 	}
@@ -277,7 +285,7 @@ func (p *HardwareFit) Score(_ context.Context, _ *framework.CycleState, snap *fr
 	if len(req.Intents) == 0 {
 		return nil
 	}
-	consumers, err := p.Consumers(req.Intents)
+	consumers, err := Consumers(req.Intents...)
 	if err != nil {
 		return framework.Misconfiguredf("%v", err)
 	}

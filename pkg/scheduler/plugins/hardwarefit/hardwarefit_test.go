@@ -171,10 +171,10 @@ func TestFilter(t *testing.T) {
 				"bare": "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there",
 			},
 		},
-		"an inventory older than StaleAfter is rejected": {
+		"an inventory older than InventoryStaleAfter is rejected": {
 			clusters: []cluster{
-				reportingAt("stale", now.Add(-StaleAfter-time.Second), nodes("n", 1, cpuNode("8"))),
-				reportingAt("limit", now.Add(-StaleAfter), nodes("n", 1, cpuNode("8"))),
+				reportingAt("stale", now.Add(-framework.InventoryStaleAfter-time.Second), nodes("n", 1, cpuNode("8"))),
+				reportingAt("limit", now.Add(-framework.InventoryStaleAfter), nodes("n", 1, cpuNode("8"))),
 			},
 			intents: []*fleetfitv1alpha1.HPAIntent{intent(consumer("web", 1, "1"))},
 			want:    []string{"limit"},

@@ -12,9 +12,9 @@
 //
 // Where fleetfit differs from OCM is the amount it reads. OCM reads the ManagedCluster's
 // status.allocatable, which does not change when pods are scheduled, so a full cluster ranks
-// as high as an empty one. When a cluster has a fleetfit ClusterInventory observed no longer
-// than StaleAfter before the cycle's time, the amount is the inventory's real free amount
-// (status.resources[].free) and the ratio is free/allocatable from the same entry; a fresh
+// as high as an empty one. When a cluster has a fresh fleetfit ClusterInventory (observed no
+// longer than framework.InventoryStaleAfter before the cycle's time), the amount is the
+// inventory's real free amount (status.resources[].free) and the ratio is free/allocatable from the same entry; a fresh
 // inventory that does not list the resource means the cluster lacks it. Otherwise — no agent,
 // or a report too old to trust — the amount falls back to the ManagedCluster's
 // status.allocatable (exactly OCM's value; OCM also skips a cluster without a capacity for the
@@ -48,10 +48,6 @@ const (
 	Ratio             = "ResourceRatio"
 )
 
-// StaleAfter is how old a ClusterInventory may be, relative to the cycle's time, for its free
-// amounts to be used. It is read when a prioritizer is created.
-var StaleAfter = 10 * time.Minute
-
 // algorithm says which value of a cluster a prioritizer normalises.
 type algorithm int
 
@@ -64,10 +60,9 @@ const (
 
 // Prioritizer ranks clusters by one resource.
 type Prioritizer struct {
-	name       string
-	resource   corev1.ResourceName
-	algorithm  algorithm
-	staleAfter time.Duration
+	name      string
+	resource  corev1.ResourceName
+	algorithm algorithm
 }
 
 var _ framework.ScorePlugin = &Prioritizer{}
@@ -106,7 +101,7 @@ func newFixed(name string, res corev1.ResourceName, algo algorithm, args framewo
 	if args.Param != "" {
 		return nil, fmt.Errorf("%s takes no resource name, got %q", name, args.Param)
 	}
-	return &Prioritizer{name: name, resource: res, algorithm: algo, staleAfter: StaleAfter}, nil
+	return &Prioritizer{name: name, resource: res, algorithm: algo}, nil
 }
 
 func newParameterised(name string, algo algorithm, args framework.Args) (framework.Plugin, error) {
@@ -116,7 +111,7 @@ func newParameterised(name string, algo algorithm, args framework.Args) (framewo
 	if errs := validation.IsQualifiedName(args.Param); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: invalid resource name %q: %s", name, args.Param, strings.Join(errs, "; "))
 	}
-	return &Prioritizer{name: name + ":" + args.Param, resource: corev1.ResourceName(args.Param), algorithm: algo, staleAfter: StaleAfter}, nil
+	return &Prioritizer{name: name + ":" + args.Param, resource: corev1.ResourceName(args.Param), algorithm: algo}, nil
 }
 
 // Name returns the builtIn name, with the resource for the parameterised prioritizers.
@@ -139,64 +134,56 @@ type amount struct {
 	milli   int64
 }
 
+type share struct {
+	cluster int
+	ratio   float64
+}
+
 // amounts returns the value of each feasible cluster that has the resource, in milli-units.
 func (p *Prioritizer) amounts(snap *framework.Snapshot, req *framework.Request, feasible *framework.Bitset) []amount {
 	out := make([]amount, 0, feasible.Count())
 	feasible.ForEach(func(i int) {
-		info := snap.Cluster(i)
-		if t, fresh := p.inventoryTotals(info, req.Now); fresh {
-			if t != nil {
-				out = append(out, amount{i, milli(t.Free)})
-			}
-			return
-		}
-		alloc, okAlloc := info.Cluster.Status.Allocatable[clusterv1.ResourceName(p.resource)]
-		_, okCap := info.Cluster.Status.Capacity[clusterv1.ResourceName(p.resource)]
-		if okAlloc && okCap {
-			out = append(out, amount{i, milli(alloc)})
+		if v, _, ok := p.value(snap.Cluster(i), req.Now); ok {
+			out = append(out, amount{i, v})
 		}
 	})
 	return out
-}
-
-type share struct {
-	cluster int
-	ratio   float64
 }
 
 // ratios returns the free share of each feasible cluster that has the resource.
 func (p *Prioritizer) ratios(snap *framework.Snapshot, req *framework.Request, feasible *framework.Bitset) []share {
 	out := make([]share, 0, feasible.Count())
 	feasible.ForEach(func(i int) {
-		info := snap.Cluster(i)
-		var num, den int64
-		if t, fresh := p.inventoryTotals(info, req.Now); fresh {
-			if t == nil {
-				return
-			}
-			num, den = milli(t.Free), milli(t.Allocatable)
-		} else {
-			alloc, okAlloc := info.Cluster.Status.Allocatable[clusterv1.ResourceName(p.resource)]
-			capacity, okCap := info.Cluster.Status.Capacity[clusterv1.ResourceName(p.resource)]
-			if !okAlloc || !okCap {
-				return
-			}
-			num, den = milli(alloc), milli(capacity)
+		if v, of, ok := p.value(snap.Cluster(i), req.Now); ok && of > 0 {
+			out = append(out, share{i, float64(v) / float64(of)})
 		}
-		if den <= 0 {
-			return
-		}
-		out = append(out, share{i, float64(num) / float64(den)})
 	})
 	return out
+}
+
+// value returns a cluster's amount of the resource and what it is a share of, in milli-units:
+// free of allocatable from a fresh inventory, else allocatable of capacity from the
+// ManagedCluster. ok is false when the cluster does not report the resource.
+func (p *Prioritizer) value(info *framework.ClusterInfo, now time.Time) (v, of int64, ok bool) {
+	if t, fresh := p.inventoryTotals(info, now); fresh {
+		if t == nil {
+			return 0, 0, false
+		}
+		return milli(t.Free), milli(t.Allocatable), true
+	}
+	alloc, okAlloc := info.Cluster.Status.Allocatable[clusterv1.ResourceName(p.resource)]
+	capacity, okCap := info.Cluster.Status.Capacity[clusterv1.ResourceName(p.resource)]
+	if !okAlloc || !okCap {
+		return 0, 0, false
+	}
+	return milli(alloc), milli(capacity), true
 }
 
 // inventoryTotals returns the cluster's inventory entry for the resource and whether the
 // inventory is fresh at now. A fresh inventory without the entry returns (nil, true): the
 // cluster lacks the resource.
 func (p *Prioritizer) inventoryTotals(info *framework.ClusterInfo, now time.Time) (*fleetfitv1alpha1.ResourceTotals, bool) {
-	age, ok := info.InventoryAge(now)
-	if !ok || age > p.staleAfter {
+	if !info.InventoryFresh(now) {
 		return nil, false
 	}
 	res := info.Inventory.Status.Resources

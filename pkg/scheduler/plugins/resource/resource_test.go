@@ -105,14 +105,14 @@ func TestScore(t *testing.T) {
 		"a fresh inventory's free amount replaces allocatable": {
 			builtIn:     AllocatableCPU,
 			clusters:    []*clusterv1.ManagedCluster{cpu("c1", "30"), cpu("c2", "20"), cpu("c3", "10")},
-			inventories: []*fleetfitv1alpha1.ClusterInventory{inventory("c1", now.Add(-StaleAfter), [3]string{"cpu", "30", "5"})},
+			inventories: []*fleetfitv1alpha1.ClusterInventory{inventory("c1", now.Add(-framework.InventoryStaleAfter), [3]string{"cpu", "30", "5"})},
 			// c1 5, c2 20, c3 10: c3 is (10-5)/15 of the way.
 			want: map[string]int64{"c1": -100, "c2": 100, "c3": -33},
 		},
 		"a stale inventory falls back to allocatable": {
 			builtIn:     AllocatableCPU,
 			clusters:    []*clusterv1.ManagedCluster{cpu("c1", "30"), cpu("c2", "20"), cpu("c3", "10")},
-			inventories: []*fleetfitv1alpha1.ClusterInventory{inventory("c1", now.Add(-StaleAfter-time.Second), [3]string{"cpu", "30", "5"})},
+			inventories: []*fleetfitv1alpha1.ClusterInventory{inventory("c1", now.Add(-framework.InventoryStaleAfter-time.Second), [3]string{"cpu", "30", "5"})},
 			want:        map[string]int64{"c1": 100, "c2": 0, "c3": -100},
 		},
 		"a fresh inventory without the resource means the cluster lacks it": {
