@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/cli/install"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	"github.com/fleetfit/fleetfit/pkg/version"
@@ -23,8 +24,10 @@ func NewCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	flags := clientopts.New()
+	flags.AddFlags(c.PersistentFlags())
 	c.AddCommand(
-		install.NewCommand(),
+		install.NewCommand(flags),
 		newVersionCommand(),
 	)
 	cmd.AddLogFlags(c)

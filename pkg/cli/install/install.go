@@ -10,30 +10,30 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/fleetfit/fleetfit/manifests"
-	"github.com/fleetfit/fleetfit/pkg/cmd"
+	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/install"
 )
 
 // NewCommand returns `fleetfit install`.
-func NewCommand() *cobra.Command {
+func NewCommand(flags *clientopts.Flags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "install",
 		Short: "Install fleetfit on a hub or a managed cluster",
 	}
-	c.AddCommand(newCRDsCommand())
+	c.AddCommand(newCRDsCommand(flags))
 	return c
 }
 
 // CRDsOptions are the options of `fleetfit install crds`.
 type CRDsOptions struct {
-	Kubeconfig string
-	Side       string
+	Flags *clientopts.Flags
+	Side  string
 
 	crds []*apiextensionsv1.CustomResourceDefinition
 }
 
-func newCRDsCommand() *cobra.Command {
-	o := &CRDsOptions{}
+func newCRDsCommand(flags *clientopts.Flags) *cobra.Command {
+	o := &CRDsOptions{Flags: flags}
 	c := &cobra.Command{
 		Use:   "crds",
 		Short: "Apply the CustomResourceDefinitions a hub (--side hub) or a managed cluster (--side spoke) needs",
@@ -50,7 +50,6 @@ func newCRDsCommand() *cobra.Command {
 			return o.Run(c)
 		},
 	}
-	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the target cluster (default: $KUBECONFIG or ~/.kube/config)")
 	c.Flags().StringVar(&o.Side, "side", "hub", "which CRDs to apply: hub or spoke")
 	return c
 }
@@ -75,7 +74,7 @@ func (o *CRDsOptions) Complete() (err error) {
 
 // Run applies the CRDs and waits until they are established.
 func (o *CRDsOptions) Run(c *cobra.Command) error {
-	cfg, err := cmd.RESTConfig(o.Kubeconfig, "fleetfit")
+	cfg, err := o.Flags.RESTConfig()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,55 @@
+// Package clientopts holds what every fleetfit CLI command shares to reach a cluster: kubectl's
+// connection flags (--kubeconfig, --context, --namespace/-n, --server, --as, ...) registered once
+// on the root command, and the client configuration and namespace they resolve to.
+package clientopts
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
+
+	"github.com/fleetfit/fleetfit/pkg/version"
+)
+
+// Flags are the connection flags of the fleetfit CLI.
+type Flags struct {
+	config *genericclioptions.ConfigFlags
+}
+
+// New returns the flags with kubectl's defaults.
+func New() *Flags {
+	return &Flags{config: genericclioptions.NewConfigFlags(true)}
+}
+
+// AddFlags registers the flags, as kubectl does, on a root command's persistent flags.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) { f.config.AddFlags(fs) }
+
+// SetKubeconfig points the flags at a kubeconfig file, as --kubeconfig would.
+func (f *Flags) SetKubeconfig(path string) { *f.config.KubeConfig = path }
+
+// RESTConfig resolves the flags, $KUBECONFIG and ~/.kube/config, in kubectl's order, into a
+// client configuration for the fleetfit CLI.
+func (f *Flags) RESTConfig() (*rest.Config, error) {
+	cfg, err := f.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no usable cluster credentials (pass --kubeconfig or --context, or set KUBECONFIG): %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "fleetfit/" + version.Get().GitVersion
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	return cfg, nil
+}
+
+// Namespace is the namespace of --namespace, else that of the kubeconfig's context, else
+// "default"; explicit says whether the user chose it.
+func (f *Flags) Namespace() (ns string, explicit bool, err error) {
+	ns, explicit, err = f.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", false, fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	return ns, explicit, nil
+}
