@@ -1,5 +1,6 @@
-// Package agent holds the RBAC that fleetfit-agent needs, on the managed
-// cluster and on the hub, for the installer and the tests to apply.
+// Package agent holds the manifests of fleetfit-agent: its RBAC on the
+// managed cluster and on the hub, and its Deployment, for the installer and
+// the tests to apply.
 package agent
 
 import (
@@ -7,7 +8,19 @@ import (
 	"strings"
 )
 
-// SpokeRBAC lets the agent's ServiceAccount read Nodes and Pods.
+// Namespace is where fleetfit-agent runs in a managed cluster.
+const Namespace = "fleetfit-agent"
+
+// The Secret that holds the agent's kubeconfig for the hub, in Namespace,
+// and where the Deployment mounts it.
+const (
+	HubKubeconfigSecret    = "fleetfit-hub-kubeconfig"
+	HubKubeconfigSecretKey = "kubeconfig"
+	HubKubeconfigPath      = "/var/run/fleetfit/hub/" + HubKubeconfigSecretKey
+)
+
+// SpokeRBAC is the namespace and ServiceAccount of the agent, and lets the
+// ServiceAccount read Nodes and Pods.
 //
 //go:embed spoke-rbac.yaml
 var SpokeRBAC []byte
@@ -21,6 +34,9 @@ var HubRBAC []byte
 //go:embed hub-cluster-rbac.yaml
 var hubClusterRBAC string
 
+//go:embed deployment.yaml
+var deployment string
+
 // AgentUser is the hub identity of the agent of cluster.
 func AgentUser(cluster string) string { return "system:fleetfit:agent:" + cluster }
 
@@ -28,4 +44,11 @@ func AgentUser(cluster string) string { return "system:fleetfit:agent:" + cluste
 // namespace, and lets it patch its own ManagedCluster's status.
 func HubClusterRBAC(cluster string) []byte {
 	return []byte(strings.ReplaceAll(hubClusterRBAC, "CLUSTER_NAME", cluster))
+}
+
+// Deployment returns the Deployment running fleetfit-agent for cluster from
+// image. It mounts the Secret HubKubeconfigSecret, which must hold the
+// agent's hub kubeconfig under HubKubeconfigSecretKey.
+func Deployment(image, cluster string) []byte {
+	return []byte(strings.NewReplacer("IMAGE", image, "CLUSTER_NAME", cluster).Replace(deployment))
 }

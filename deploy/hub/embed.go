@@ -10,6 +10,10 @@ import (
 // Namespace is where fleetfit-hub runs.
 const Namespace = "fleetfit-system"
 
+// DeploymentName names fleetfit-hub's Deployment, its container and its
+// Service.
+const DeploymentName = "fleetfit-hub"
+
 // ServiceAccountUser is fleetfit-hub's identity on the hub.
 const ServiceAccountUser = "system:serviceaccount:" + Namespace + ":fleetfit-hub"
 

@@ -1,6 +1,6 @@
-// Package install applies fleetfit's manifests to a cluster. It is used by
-// the CLI's install commands and by the test framework, so tests install
-// exactly what users install.
+// Package install applies fleetfit's manifests to a cluster with server-side
+// apply. It is used by the CLI's install commands and by the test framework,
+// so tests install exactly what users install.
 package install
 
 import (
@@ -10,8 +10,9 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
@@ -19,27 +20,49 @@ import (
 // CRDTimeout bounds how long applied CRDs may take to be established.
 const CRDTimeout = time.Minute
 
-// ApplyCRDs creates (or updates) the CRDs and waits until each is
+// ApplyCRDs applies the CRDs (see Applier.Apply) and waits until each is
 // established and served.
 func ApplyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	client, err := apiextensionsclient.NewForConfig(cfg)
+	a, err := NewApplier(cfg)
 	if err != nil {
 		return err
 	}
+	objs, err := CRDObjects(crds)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Apply(ctx, objs, ApplyOptions{}); err != nil {
+		return err
+	}
+	return WaitForCRDs(ctx, cfg, crds)
+}
+
+// CRDObjects turns CRDs into objects for Apply: only what the manifests
+// say, without the empty status and creation time of a typed object, which
+// an apply would otherwise claim.
+func CRDObjects(crds []*apiextensionsv1.CustomResourceDefinition) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(crds))
 	for _, crd := range crds {
-		_, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd.DeepCopy(), metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			existing, getErr := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-			if getErr != nil {
-				return getErr
-			}
-			update := crd.DeepCopy()
-			update.ResourceVersion = existing.ResourceVersion
-			_, err = client.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, update, metav1.UpdateOptions{})
-		}
+		crd = crd.DeepCopy()
+		crd.APIVersion = apiextensionsv1.SchemeGroupVersion.String()
+		crd.Kind = "CustomResourceDefinition"
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
 		if err != nil {
-			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
+			return nil, fmt.Errorf("converting CRD %s: %w", crd.Name, err)
 		}
+		u := &unstructured.Unstructured{Object: m}
+		delete(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// WaitForCRDs waits until each CRD is established, at most CRDTimeout.
+func WaitForCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
 	}
 	for _, crd := range crds {
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, CRDTimeout, true, func(ctx context.Context) (bool, error) {

@@ -60,9 +60,9 @@ func resolves(_ clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent) (s
 	return string(hpa.ReasonOf(err)), strings.Join(msgs, "; "), false
 }
 
-// validCondition runs the checks and returns the Valid condition for the
+// ValidCondition runs the checks and returns the Valid condition for the
 // intent's current generation, stamped with now.
-func validCondition(placements clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent, now metav1.Time) metav1.Condition {
+func ValidCondition(placements clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent, now metav1.Time) metav1.Condition {
 	cond := metav1.Condition{
 		Type:               v1alpha1.ConditionValid,
 		Status:             metav1.ConditionTrue,
@@ -111,7 +111,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	logger := klog.FromContext(ctx).WithValues("hpaIntent", klog.KObj(in))
 
-	cond := validCondition(c.placements, in, metav1.NewTime(c.opts.Clock.Now()))
+	cond := ValidCondition(c.placements, in, metav1.NewTime(c.opts.Clock.Now()))
 	previous := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionValid)
 	status := in.Status.DeepCopy()
 	meta.SetStatusCondition(&status.Conditions, cond)

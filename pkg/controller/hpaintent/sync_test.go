@@ -103,7 +103,7 @@ func TestValidCondition(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := validCondition(placementLister(t, tc.placements...), tc.intent, now)
+			got := ValidCondition(placementLister(t, tc.placements...), tc.intent, now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("condition (-want,+got):\n%s", diff)
 			}

@@ -18,7 +18,6 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
-	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
 // DebugPath is OCM's debugger path: GET DebugPath+"<namespace>/<name>" explains a placement,
@@ -108,37 +107,22 @@ func (c *Controller) allowed(w http.ResponseWriter, r *http.Request, authz autho
 // dryRun schedules p against the current snapshot with explain on, and lays out the decisions
 // as they would be written (keeping the existing objects' slots when the placement exists).
 func (c *Controller) dryRun(r *http.Request, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent) DebugResult {
-	snap := c.cache.Snapshot()
-	key := p.Namespace + "/" + p.Name
-	req := &framework.Request{Placement: p, Intents: intents, Decided: snap.BitsetOf(snap.DecidedNames(key)), Now: c.opts.Clock.Now()}
-	res := c.scheduler.Schedule(r.Context(), snap, req, scheduler.Options{Explain: true})
-	out := DebugResult{Explanation: *scheduler.Explain(key, res)}
-	if res.Failed() {
-		return out
-	}
-	groups, st := groupDecisions(p, snap, res.Decisions())
-	if st.IsFailure() {
-		out.Error = st.String()
-		return out
-	}
 	existing := map[string][]string{}
 	if old, err := c.existingDecisions(p); err == nil {
 		for n, d := range old {
 			existing[n] = decisionClusterNames(d.Status.Decisions)
 		}
 	}
-	for _, d := range layoutDecisions(p.Name, p.Spec.SortBy, groups, existing) {
-		pd := clusterv1beta1.PlacementDecision{}
-		pd.APIVersion, pd.Kind = clusterv1beta1.SchemeGroupVersion.String(), "PlacementDecision"
-		pd.Name, pd.Namespace = d.name, p.Namespace
-		pd.Labels = map[string]string{
-			clusterv1beta1.PlacementLabel:          p.Name,
-			clusterv1beta1.DecisionGroupNameLabel:  d.groupName,
-			clusterv1beta1.DecisionGroupIndexLabel: fmt.Sprint(d.groupIndex),
-		}
-		pd.Status.Decisions = d.decisions
-		out.PlacementDecisions = append(out.PlacementDecisions, pd)
+	plan := PlanCycle(r.Context(), PlanInput{
+		Scheduler: c.scheduler, Snapshot: c.cache.Snapshot(), Placement: p, Intents: intents,
+		Existing: existing, Now: c.opts.Clock.Now(), Explain: true,
+	})
+	out := DebugResult{Explanation: *scheduler.Explain(p.Namespace+"/"+p.Name, plan.Result)}
+	if plan.Kept {
+		out.Error = plan.Failure.String()
+		return out
 	}
+	out.PlacementDecisions = plan.Decisions
 	return out
 }
 

@@ -77,53 +77,54 @@ func (c *Controller) reserve(p *clusterv1beta1.Placement, intents []*fleetfitv1a
 // maxListed is how many clusters or reasons a condition message names.
 const maxListed = 5
 
-// updateIntents writes each intent's Scheduled condition and candidates after a cycle: per
-// consumer, the clusters that pass every other filter and where that consumer's replicas fit,
-// as an allow or a deny list, whichever is shorter (EMCO's partition candidates).
-func (c *Controller) updateIntents(ctx context.Context, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent,
-	req *framework.Request, res *scheduler.Result) error {
-	if len(intents) == 0 {
-		return nil
+// updateIntents writes the status a cycle gave each intent (planned, in the same order as
+// intents), where it changed.
+func (c *Controller) updateIntents(ctx context.Context, intents, planned []*fleetfitv1alpha1.HPAIntent) error {
+	var errs []error
+	for i, in := range intents {
+		if equality.Semantic.DeepEqual(planned[i].Status, in.Status) {
+			continue
+		}
+		if _, err := c.fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).UpdateStatus(ctx, planned[i], metav1.UpdateOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("updating status of HPAIntent %s/%s: %w", in.Namespace, in.Name, err))
+		}
 	}
+	return errors.Join(errs...)
+}
+
+// intentStatus is an intent's status after a cycle of its placement: the Scheduled condition
+// and, per consumer, the clusters that pass every other filter and where that consumer's
+// replicas fit, as an allow or a deny list, whichever is shorter (EMCO's partition
+// candidates). changed is false when the status stays as it is (also when the profile has
+// no HardwareFit or the intent does not resolve).
+func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, req *framework.Request, res *scheduler.Result) (status *fleetfitv1alpha1.HPAIntentStatus, changed bool) {
 	snap := res.Snapshot()
 	eligible, passed := res.Before(hardwarefit.Name), res.After(hardwarefit.Name)
 	if eligible == nil || passed == nil {
-		return nil // the profile has no HardwareFit: there are no candidates to report
+		return &in.Status, false // the profile has no HardwareFit: there are no candidates to report
+	}
+	consumers, err := hardwarefit.Consumers(in)
+	if err != nil {
+		return &in.Status, false
 	}
 	// Only the clusters HardwareFit rejected need a look per consumer: where all consumers
 	// fit together, each fits on its own.
 	rejected := eligible.Clone()
 	rejected.AndNot(passed)
-	decisions := res.Decisions()
-	var errs []error
-	for _, in := range intents {
-		consumers, err := hardwarefit.Consumers(in)
-		if err != nil {
-			continue
-		}
-		status := in.Status.DeepCopy()
-		status.Candidates = nil
-		for _, cs := range consumers {
-			allow := passed.Clone()
-			rejected.ForEach(func(i int) {
-				if ok, _ := hardwarefit.FitsConsumer(snap.Cluster(i), cs, req.Key(), req.Decided.Has(i), req.Now); ok {
-					allow.Set(i)
-				}
-			})
-			status.Candidates = append(status.Candidates, candidates(snap, cs, eligible, allow))
-		}
-		meta.SetStatusCondition(&status.Conditions, scheduledCondition(in, p, decisions, res))
-		status.ScheduledPlacement = p.Name
-		if equality.Semantic.DeepEqual(*status, in.Status) {
-			continue
-		}
-		upd := in.DeepCopy()
-		upd.Status = *status
-		if _, err := c.fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("updating status of HPAIntent %s/%s: %w", in.Namespace, in.Name, err))
-		}
+	status = in.Status.DeepCopy()
+	status.Candidates = nil
+	for _, cs := range consumers {
+		allow := passed.Clone()
+		rejected.ForEach(func(i int) {
+			if ok, _ := hardwarefit.FitsConsumer(snap.Cluster(i), cs, req.Key(), req.Decided.Has(i), req.Now); ok {
+				allow.Set(i)
+			}
+		})
+		status.Candidates = append(status.Candidates, candidates(snap, cs, eligible, allow))
 	}
-	return errors.Join(errs...)
+	meta.SetStatusCondition(&status.Conditions, scheduledCondition(in, p, res.Decisions(), res))
+	status.ScheduledPlacement = p.Name
+	return status, !equality.Semantic.DeepEqual(*status, in.Status)
 }
 
 func candidates(snap *framework.Snapshot, cs hardwarefit.Consumer, eligible, allow *framework.Bitset) fleetfitv1alpha1.ConsumerCandidates {

@@ -23,7 +23,6 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
-	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -80,31 +79,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	defer unlock()
 
-	start := time.Now()
-	snap := c.cache.Snapshot()
-	req := &framework.Request{
-		Placement: p,
-		Intents:   intents,
-		Decided:   snap.BitsetOf(snap.DecidedNames(key)),
-		Now:       c.opts.Clock.Now(),
-	}
-	// With intents, rejections are recorded: the intents' Scheduled condition says why.
-	res := c.scheduler.Schedule(ctx, snap, req, scheduler.Options{Explain: len(intents) > 0})
-	c.opts.Metrics.observeCycle(res, time.Since(start))
-
-	if res.Failed() {
-		unlock()
-		return c.keepDecisions(ctx, p, res.Status)
-	}
-	groups, st := groupDecisions(p, snap, res.Decisions())
-	if st.IsFailure() {
-		unlock()
-		return c.keepDecisions(ctx, p, st)
-	}
-	// Reserve before writing: a failed write is retried and reserves the same again.
-	c.reserve(p, intents, snap.DecidedNames(key), res.Decisions(), req.Now)
-	unlock()
-
 	existing, err := c.existingDecisions(p)
 	if err != nil {
 		return err
@@ -113,7 +87,22 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	for n, d := range existing {
 		existingNames[n] = decisionClusterNames(d.Status.Decisions)
 	}
-	desired := layoutDecisions(p.Name, p.Spec.SortBy, groups, existingNames)
+	start := time.Now()
+	snap := c.cache.Snapshot()
+	now := c.opts.Clock.Now()
+	// With intents, rejections are recorded: the intents' Scheduled condition says why.
+	plan := PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames, Now: now})
+	res := plan.Result
+	c.opts.Metrics.observeCycle(res, time.Since(start))
+	if plan.Kept {
+		unlock()
+		return c.keepDecisions(ctx, p, plan.Failure)
+	}
+	// Reserve before writing: a failed write is retried and reserves the same again.
+	c.reserve(p, intents, snap.DecidedNames(key), res.Decisions(), now)
+	unlock()
+
+	desired := plan.desired
 	requeue := res.RequeueAfter
 	if wait := c.limitScoreWrites(key, p, desired, existing); wait > 0 && (requeue == 0 || wait < requeue) {
 		requeue = wait
@@ -125,10 +114,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	c.opts.Metrics.bindDuration.Observe(time.Since(bindStart).Seconds())
 
-	if err := c.updateStatus(ctx, p, statusFor(p, res, desired)); err != nil {
+	if err := c.updateStatus(ctx, p, plan.Status); err != nil {
 		return err
 	}
-	if err := c.updateIntents(ctx, p, intents, req, res); err != nil {
+	if err := c.updateIntents(ctx, intents, plan.Intents); err != nil {
 		return err
 	}
 	if res.Status.Code() == framework.Warning {
@@ -146,11 +135,24 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // undeploy workloads. A misconfiguration becomes a condition and an event and is not retried
 // (the Placement's next change triggers a new cycle); an error is retried with backoff.
 func (c *Controller) keepDecisions(ctx context.Context, p *clusterv1beta1.Placement, st *framework.Status) error {
+	status := keptStatus(p, st)
+	if st.Code() == framework.Misconfigured {
+		c.recorder.Eventf(p, nil, corev1.EventTypeWarning, "Misconfigured", "Schedule", "%s (existing decisions are kept)", conditionMessage(st))
+		return c.updateStatus(ctx, p, status)
+	}
+	if err := c.updateStatus(ctx, p, status); err != nil {
+		return errors.Join(st.AsError(), err)
+	}
+	return st.AsError()
+}
+
+// keptStatus is the Placement status after a cycle that failed with st: the decisions and
+// their counts stay, and a condition says what went wrong.
+func keptStatus(p *clusterv1beta1.Placement, st *framework.Status) clusterv1beta1.PlacementStatus {
 	status := p.Status.DeepCopy()
 	if st.Code() == framework.Misconfigured {
 		meta.SetStatusCondition(&status.Conditions, misconfiguredCondition(st))
-		c.recorder.Eventf(p, nil, corev1.EventTypeWarning, "Misconfigured", "Schedule", "%s (existing decisions are kept)", conditionMessage(st))
-		return c.updateStatus(ctx, p, *status)
+		return *status
 	}
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type:    clusterv1beta1.PlacementConditionSatisfied,
@@ -158,10 +160,7 @@ func (c *Controller) keepDecisions(ctx context.Context, p *clusterv1beta1.Placem
 		Reason:  "NotAllDecisionsScheduled",
 		Message: conditionMessage(st) + " (existing decisions are kept)",
 	})
-	if err := c.updateStatus(ctx, p, *status); err != nil {
-		return errors.Join(st.AsError(), err)
-	}
-	return st.AsError()
+	return *status
 }
 
 func conditionMessage(st *framework.Status) string {
@@ -296,11 +295,7 @@ func (c *Controller) bind(ctx context.Context, p *clusterv1beta1.Placement, desi
 }
 
 func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placement, d desiredDecision, old *clusterv1beta1.PlacementDecision) error {
-	labels := map[string]string{
-		clusterv1beta1.PlacementLabel:          p.Name,
-		clusterv1beta1.DecisionGroupNameLabel:  d.groupName,
-		clusterv1beta1.DecisionGroupIndexLabel: fmt.Sprint(d.groupIndex),
-	}
+	labels := d.labels(p.Name)
 	client := c.client.ClusterV1beta1().PlacementDecisions(p.Namespace)
 	if old == nil {
 		created, err := client.Create(ctx, &clusterv1beta1.PlacementDecision{
