@@ -51,7 +51,7 @@ func ApplyAgentRBAC(ctx context.Context, hub, spoke *ControlPlane, cluster strin
 // see ApplyAgentRBAC), until ctx ends. It returns a channel that receives the reporter's result
 // when it stops.
 func StartAgent(ctx context.Context, hub, spoke *ControlPlane, cluster string, minInterval time.Duration) (<-chan error, error) {
-	spokeCfg, err := spoke.UserConfig("system:serviceaccount:fleetfit-agent:fleetfit-agent", "system:serviceaccounts")
+	spokeCfg, err := spoke.UserConfig(agentServiceAccount, "system:serviceaccounts")
 	if err != nil {
 		return nil, err
 	}

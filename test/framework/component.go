@@ -25,6 +25,7 @@ import (
 type Component struct {
 	name     string
 	dir      string
+	addr     string
 	proc     *process
 	planes   []*ControlPlane
 	stopOnce sync.Once
@@ -92,7 +93,7 @@ func startComponentOnce(ctx context.Context, bin string, spec componentSpec) (c 
 	if err != nil {
 		return nil, err
 	}
-	c = &Component{name: spec.name, dir: dir, planes: spec.planes}
+	c = &Component{name: spec.name, dir: dir, addr: addr, planes: spec.planes}
 	env := []string{"TMPDIR=" + tmp}
 	if spec.envFor != nil {
 		env = append(env, spec.envFor(dir)...)
@@ -177,6 +178,10 @@ func (c *Component) Name() string { return c.name }
 // Dir is the directory with the component's kubeconfigs and log; it is
 // removed with the control plane that holds it.
 func (c *Component) Dir() string { return c.dir }
+
+// Addr is the loopback address ("127.0.0.1:<port>") the component was told
+// to serve on, if it serves anything.
+func (c *Component) Addr() string { return c.addr }
 
 // LogTail returns the end of the component's log, to explain a failure.
 func (c *Component) LogTail(lines int) string { return c.proc.logTail(lines) }

@@ -102,4 +102,3 @@ func writeKubeconfig(cp *ControlPlane, dir, name string) (string, error) {
 	path := filepath.Join(dir, name)
 	return path, os.WriteFile(path, b, 0o600)
 }
-
