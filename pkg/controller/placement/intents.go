@@ -16,6 +16,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
 )
@@ -27,6 +28,18 @@ const defaultReservationTimeout = 5 * time.Minute
 // reserve records, for each cluster the placement newly decides, what its intents will use
 // there, and forgets the reservations of clusters it no longer decides.
 func (c *Controller) reserve(p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent, before []string, after []scheduler.Decision, now time.Time) {
+	timeout := c.opts.ReservationTimeout
+	if timeout <= 0 {
+		timeout = defaultReservationTimeout
+	}
+	Reserve(c.cache, p, intents, before, after, now, timeout)
+}
+
+// Reserve records in the cache, for each cluster that a placement's cycle newly decides (in
+// after, not in before), what its intents will use there until timeout, and forgets the
+// reservations of clusters it no longer decides. The next cycles of other placements see the
+// capacity as taken.
+func Reserve(c *cache.Cache, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent, before []string, after []scheduler.Decision, now time.Time, timeout time.Duration) {
 	key := p.Namespace + "/" + p.Name
 	kept := sets.New[string]()
 	for _, d := range after {
@@ -34,7 +47,7 @@ func (c *Controller) reserve(p *clusterv1beta1.Placement, intents []*fleetfitv1a
 	}
 	for _, name := range before {
 		if !kept.Has(name) {
-			c.cache.Unreserve(name, key)
+			c.Unreserve(name, key)
 		}
 	}
 	if len(intents) == 0 {
@@ -48,12 +61,8 @@ func (c *Controller) reserve(p *clusterv1beta1.Placement, intents []*fleetfitv1a
 	if err != nil {
 		return // validation reports it; the cycle would have failed first
 	}
-	timeout := c.opts.ReservationTimeout
-	if timeout <= 0 {
-		timeout = defaultReservationTimeout
-	}
-	for name := range added {
-		base := framework.RequestedTotals(c.cache.Inventory(name))
+	for _, name := range sets.List(added) {
+		base := framework.RequestedTotals(c.Inventory(name))
 		rs := make([]framework.Reservation, 0, len(consumers))
 		for _, cs := range consumers {
 			if cs.Replicas <= 0 {
@@ -70,7 +79,7 @@ func (c *Controller) reserve(p *clusterv1beta1.Placement, intents []*fleetfitv1a
 				Amounts: amounts, Base: base, Until: now.Add(timeout),
 			})
 		}
-		c.cache.Reserve(name, key, rs, now)
+		c.Reserve(name, key, rs, now)
 	}
 }
 

@@ -1,0 +1,176 @@
+// Package simulate schedules Placements and HPAIntents offline, with the hub's own scheduler,
+// against a fleet held in memory: read from a fleet file (the objects the hub holds, or plain
+// Nodes and Pods turned into inventories by the agent's code) or listed from a live hub.
+// Nothing is written anywhere: a fleet file is a complete, portable scheduling test case.
+package simulate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+)
+
+// ClusterLabel (or an annotation of the same key) marks a Node or a Pod in a fleet file with
+// the managed cluster it belongs to. A Pod without it belongs to the cluster of its node.
+const ClusterLabel = "fleetfit.io/cluster"
+
+// Fleet is what the hub's scheduler reads: clusters, cluster sets and bindings, add-on scores,
+// inventories, placements with their decisions, and HPAIntents.
+type Fleet struct {
+	Clusters    []*clusterv1.ManagedCluster
+	Sets        []*clusterv1beta2.ManagedClusterSet
+	Bindings    []*clusterv1beta2.ManagedClusterSetBinding
+	Scores      []*clusterv1alpha1.AddOnPlacementScore
+	Inventories []*fleetfitv1alpha1.ClusterInventory
+	Placements  []*clusterv1beta1.Placement
+	Decisions   []*clusterv1beta1.PlacementDecision
+	Intents     []*fleetfitv1alpha1.HPAIntent
+
+	// Nodes and Pods are what a fleet file gives instead of inventories, by cluster.
+	Nodes map[string][]*corev1.Node
+	Pods  []*corev1.Pod
+}
+
+// Add adds one object of a kind a fleet holds. Namespaces are accepted and ignored.
+func (f *Fleet) Add(obj any) error {
+	switch o := obj.(type) {
+	case *clusterv1.ManagedCluster:
+		f.Clusters = append(f.Clusters, o)
+	case *clusterv1beta2.ManagedClusterSet:
+		f.Sets = append(f.Sets, o)
+	case *clusterv1beta2.ManagedClusterSetBinding:
+		f.Bindings = append(f.Bindings, o)
+	case *clusterv1alpha1.AddOnPlacementScore:
+		f.Scores = append(f.Scores, o)
+	case *fleetfitv1alpha1.ClusterInventory:
+		f.Inventories = append(f.Inventories, o)
+	case *clusterv1beta1.Placement:
+		f.Placements = append(f.Placements, o)
+	case *clusterv1beta1.PlacementDecision:
+		f.Decisions = append(f.Decisions, o)
+	case *fleetfitv1alpha1.HPAIntent:
+		f.Intents = append(f.Intents, o)
+	case *corev1.Node:
+		cluster := marker(&o.ObjectMeta)
+		if cluster == "" {
+			return fmt.Errorf("node %s has no %s label or annotation: say which managed cluster it belongs to", o.Name, ClusterLabel)
+		}
+		if f.Nodes == nil {
+			f.Nodes = map[string][]*corev1.Node{}
+		}
+		f.Nodes[cluster] = append(f.Nodes[cluster], o)
+	case *corev1.Pod:
+		f.Pods = append(f.Pods, o)
+	case *corev1.Namespace:
+	default:
+		return fmt.Errorf("a fleet holds no %T", obj)
+	}
+	return nil
+}
+
+func marker(m *metav1.ObjectMeta) string {
+	if c := m.Labels[ClusterLabel]; c != "" {
+		return c
+	}
+	return m.Annotations[ClusterLabel]
+}
+
+// BuildInventories turns the fleet's Nodes and Pods into ClusterInventories, observed at now,
+// with the same pkg/inventory code the agent runs in each cluster, and checks that the fleet
+// is consistent: every cluster named by nodes, pods and inventories exists, no cluster has
+// both nodes and an inventory, and names are unique.
+func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
+	clusters := map[string]bool{}
+	for _, c := range f.Clusters {
+		if clusters[c.Name] {
+			return fmt.Errorf("ManagedCluster %s appears twice", c.Name)
+		}
+		clusters[c.Name] = true
+	}
+	hasInventory := map[string]bool{}
+	for _, inv := range f.Inventories {
+		if !clusters[inv.Namespace] {
+			return fmt.Errorf("ClusterInventory %s/%s: there is no ManagedCluster %s (an inventory lives in its cluster's namespace)", inv.Namespace, inv.Name, inv.Namespace)
+		}
+		if hasInventory[inv.Namespace] {
+			return fmt.Errorf("cluster %s has more than one ClusterInventory", inv.Namespace)
+		}
+		hasInventory[inv.Namespace] = true
+	}
+	nodeCluster := map[string]string{}
+	var names []string
+	for name, nodes := range f.Nodes {
+		if !clusters[name] {
+			return fmt.Errorf("nodes are marked %s=%s, but there is no ManagedCluster %s", ClusterLabel, name, name)
+		}
+		if hasInventory[name] {
+			return fmt.Errorf("cluster %s has both Nodes and a ClusterInventory: give one or the other", name)
+		}
+		for _, n := range nodes {
+			if other, dup := nodeCluster[n.Name]; dup {
+				return fmt.Errorf("node %s appears twice (clusters %s and %s): give each node a name of its own", n.Name, other, name)
+			}
+			nodeCluster[n.Name] = name
+		}
+		names = append(names, name)
+	}
+	builders := map[string]*inventory.Cluster{}
+	for _, name := range names {
+		b, err := inventory.NewCluster(cfg)
+		if err != nil {
+			return err
+		}
+		for _, n := range f.Nodes[name] {
+			b.UpsertNode(n)
+		}
+		builders[name] = b
+	}
+	for _, p := range f.Pods {
+		cluster := marker(&p.ObjectMeta)
+		if cluster == "" {
+			cluster = nodeCluster[p.Spec.NodeName]
+		}
+		b := builders[cluster]
+		if b == nil {
+			return fmt.Errorf("pod %s/%s belongs to no cluster of the file: mark it %s=<cluster> or bind it (spec.nodeName) to one of the file's nodes", p.Namespace, p.Name, ClusterLabel)
+		}
+		b.UpsertPod(p)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		inv := &fleetfitv1alpha1.ClusterInventory{}
+		inv.APIVersion, inv.Kind = fleetfitv1alpha1.SchemeGroupVersion.String(), "ClusterInventory"
+		inv.Name, inv.Namespace = name, name
+		inv.Status = builders[name].Summarize()
+		inv.Status.ObservedAt = metav1.NewTime(now)
+		inv.Status.Revision = 1
+		f.Inventories = append(f.Inventories, inv)
+	}
+	f.Nodes, f.Pods = nil, nil
+	slices.SortFunc(f.Inventories, func(a, b *fleetfitv1alpha1.ClusterInventory) int { return cmp.Compare(a.Namespace, b.Namespace) })
+	return nil
+}
+
+// LatestObservation is the newest observedAt of the fleet's inventories, or the zero time.
+// A fleet file is simulated at that time by default, so that the inventories it holds are as
+// fresh as when they were recorded, however old the file is.
+func (f *Fleet) LatestObservation() time.Time {
+	var t time.Time
+	for _, inv := range f.Inventories {
+		if inv.Status.ObservedAt.After(t) {
+			t = inv.Status.ObservedAt.Time
+		}
+	}
+	return t
+}
