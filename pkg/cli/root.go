@@ -11,7 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
+	"github.com/fleetfit/fleetfit/pkg/cli/explain"
+	"github.com/fleetfit/fleetfit/pkg/cli/get"
 	"github.com/fleetfit/fleetfit/pkg/cli/install"
+	"github.com/fleetfit/fleetfit/pkg/cli/simulate"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
@@ -27,6 +30,9 @@ func NewCommand() *cobra.Command {
 	flags := clientopts.New()
 	flags.AddFlags(c.PersistentFlags())
 	c.AddCommand(
+		get.NewCommand(flags),
+		explain.NewCommand(flags),
+		simulate.NewCommand(flags),
 		install.NewCommand(flags),
 		newVersionCommand(),
 	)

@@ -174,3 +174,26 @@ func (f *Fleet) LatestObservation() time.Time {
 	}
 	return t
 }
+
+// Apply adds the objects of other to f as if they were applied to the hub: a Placement or an
+// HPAIntent replaces f's of the same namespace and name; everything else is added.
+func (f *Fleet) Apply(other *Fleet) {
+	for _, p := range other.Placements {
+		f.Placements = slices.DeleteFunc(f.Placements, func(q *clusterv1beta1.Placement) bool {
+			return q.Namespace == p.Namespace && q.Name == p.Name
+		})
+		f.Placements = append(f.Placements, p)
+	}
+	for _, in := range other.Intents {
+		f.Intents = slices.DeleteFunc(f.Intents, func(q *fleetfitv1alpha1.HPAIntent) bool {
+			return q.Namespace == in.Namespace && q.Name == in.Name
+		})
+		f.Intents = append(f.Intents, in)
+	}
+	f.Clusters = append(f.Clusters, other.Clusters...)
+	f.Sets = append(f.Sets, other.Sets...)
+	f.Bindings = append(f.Bindings, other.Bindings...)
+	f.Scores = append(f.Scores, other.Scores...)
+	f.Inventories = append(f.Inventories, other.Inventories...)
+	f.Decisions = append(f.Decisions, other.Decisions...)
+}

@@ -1,0 +1,247 @@
+package get
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
+	"github.com/fleetfit/fleetfit/pkg/cli/output"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/simulate"
+)
+
+// gpuResources are the device resources shown per model, with their model label.
+var gpuResources = []struct {
+	resource   corev1.ResourceName
+	modelLabel string
+}{
+	{"nvidia.com/gpu", "nvidia.com/gpu.product"},
+	{"amd.com/gpu", "amd.com/gpu.product"},
+	{"gpu.intel.com/i915", "gpu.intel.com/device-id"},
+}
+
+// featurePrefixes are stripped from feature labels to name them briefly.
+var featurePrefixes = []string{"feature.node.kubernetes.io/cpu-cpuid.", "feature.node.kubernetes.io/"}
+
+// maxFeatures is how many features a table row names (-o wide names all).
+const maxFeatures = 4
+
+// ClustersOptions are the options of `fleetfit get clusters`.
+type ClustersOptions struct {
+	Flags  *clientopts.Flags
+	Output *output.Flags
+	// Files are fleet files to read instead of the hub.
+	Files []string
+	Now   func() time.Time
+}
+
+func newClustersCommand(flags *clientopts.Flags) *cobra.Command {
+	o := &ClustersOptions{Flags: flags, Now: time.Now}
+	c := &cobra.Command{
+		Use:     "clusters",
+		Aliases: []string{"cluster", "managedclusters"},
+		Short:   "List the managed clusters with what their nodes really have free",
+		Long: `List the managed clusters with what their fleetfit agents report: nodes (ready/total), free and
+allocatable cpu and memory, GPUs free/allocatable by model, notable node features, and the
+age of the inventory. Free amounts count only schedulable nodes.`,
+		Example: `  fleetfit get clusters --kubeconfig hub.kubeconfig
+  fleetfit get clusters -f deploy/examples/fleet.yaml -o wide`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Output.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context(), c.OutOrStdout())
+		},
+	}
+	o.Output = output.AddFlags(c, output.Table, output.Wide, output.YAML, output.JSON)
+	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see `fleetfit simulate --help`)")
+	return c
+}
+
+// Run prints the clusters.
+func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
+	fleet, err := loadFleet(ctx, o.Flags, o.Files, o.Now())
+	if err != nil {
+		return err
+	}
+	clusters := slices.Clone(fleet.Clusters)
+	slices.SortFunc(clusters, func(a, b *clusterv1.ManagedCluster) int { return cmp.Compare(a.Name, b.Name) })
+	inventories := map[string]*fleetfitv1alpha1.ClusterInventory{}
+	for _, inv := range fleet.Inventories {
+		if inv.Name == inv.Namespace {
+			inventories[inv.Namespace] = inv
+		}
+	}
+	if o.Output.Structured() {
+		var objs []runtime.Object
+		for _, c := range clusters {
+			c.SetGroupVersionKind(clusterv1.SchemeGroupVersion.WithKind("ManagedCluster"))
+			objs = append(objs, c)
+			if inv := inventories[c.Name]; inv != nil {
+				inv.SetGroupVersionKind(fleetfitv1alpha1.SchemeGroupVersion.WithKind("ClusterInventory"))
+				objs = append(objs, inv)
+			}
+		}
+		return o.Output.PrintObject(w, output.List(objs...))
+	}
+	wide := o.Output.Format == output.Wide
+	t := output.NewTable(w)
+	header := []string{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "FEATURES", "INVENTORY"}
+	if wide {
+		header = append(header, "OTHER RESOURCES FREE/ALLOC", "LABELS")
+	}
+	t.Row(header...)
+	now := o.Now()
+	for _, c := range clusters {
+		row := []string{c.Name, available(c)}
+		inv := inventories[c.Name]
+		if inv == nil {
+			row = append(row, "-", "-", "-", "-", "-", "none: is the fleetfit agent running?")
+		} else {
+			st := &inv.Status
+			row = append(row,
+				fmt.Sprintf("%d/%d", st.ReadyNodeCount, st.NodeCount),
+				freeOfAllocatable(st, corev1.ResourceCPU),
+				freeOfAllocatable(st, corev1.ResourceMemory),
+				gpus(st),
+				features(st, wide),
+				output.Age(st.ObservedAt.Time, now)+" ago",
+			)
+		}
+		if wide {
+			other := "-"
+			if inv != nil {
+				other = otherResources(&inv.Status)
+			}
+			row = append(row, other, labels(c.Labels))
+		}
+		t.Row(row...)
+	}
+	return t.Flush()
+}
+
+// available is the ManagedCluster's Available condition, as `kubectl get managedclusters`
+// shows it.
+func available(c *clusterv1.ManagedCluster) string {
+	if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); cond != nil {
+		return string(cond.Status)
+	}
+	return "Unknown"
+}
+
+func totals(st *fleetfitv1alpha1.ClusterInventoryStatus, name corev1.ResourceName) (fleetfitv1alpha1.ResourceTotals, bool) {
+	for _, r := range st.Resources {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return fleetfitv1alpha1.ResourceTotals{}, false
+}
+
+func freeOfAllocatable(st *fleetfitv1alpha1.ClusterInventoryStatus, name corev1.ResourceName) string {
+	r, ok := totals(st, name)
+	if !ok {
+		return "-"
+	}
+	return amount(name, r.Free) + "/" + amount(name, r.Allocatable)
+}
+
+func gpus(st *fleetfitv1alpha1.ClusterInventoryStatus) string {
+	var parts []string
+	for _, g := range gpuResources {
+		for _, m := range inventory.AmountsByModel(st, g.resource, g.modelLabel) {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", output.Or(m.Model, string(g.resource)), m.Free, m.Allocatable))
+		}
+	}
+	return output.Or(strings.Join(parts, ", "), "-")
+}
+
+// isDevice reports whether name is a device resource shown in the GPU column.
+func isDevice(name corev1.ResourceName) bool {
+	return slices.ContainsFunc(gpuResources, func(g struct {
+		resource   corev1.ResourceName
+		modelLabel string
+	}) bool {
+		return g.resource == name
+	})
+}
+
+// features names the node features of the inventory: feature labels set to "true" (without
+// Node Feature Discovery's prefixes) and the extended resources other than GPUs.
+func features(st *fleetfitv1alpha1.ClusterInventoryStatus, all bool) string {
+	seen := map[string]bool{}
+	for _, s := range st.NodeShapes {
+		for k, v := range s.Labels {
+			for _, p := range featurePrefixes {
+				if short, ok := strings.CutPrefix(k, p); ok && v == "true" {
+					seen[short] = true
+					break
+				}
+			}
+		}
+	}
+	for _, r := range st.Resources {
+		if strings.Contains(string(r.Name), "/") && !isDevice(r.Name) && !strings.HasPrefix(string(r.Name), corev1.ResourceHugePagesPrefix) && !r.Allocatable.IsZero() {
+			seen[string(r.Name)] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if !all && len(names) > maxFeatures {
+		names = append(names[:maxFeatures], fmt.Sprintf("+%d", len(names)-maxFeatures))
+	}
+	return output.Or(strings.Join(names, ","), "-")
+}
+
+func otherResources(st *fleetfitv1alpha1.ClusterInventoryStatus) string {
+	var parts []string
+	for _, r := range st.Resources {
+		switch r.Name {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods:
+			continue
+		}
+		if isDevice(r.Name) || r.Allocatable.IsZero() {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s/%s", r.Name, amount(r.Name, r.Free), amount(r.Name, r.Allocatable)))
+	}
+	return output.Or(strings.Join(parts, ","), "-")
+}
+
+func labels(l map[string]string) string {
+	parts := make([]string, 0, len(l))
+	for k, v := range l {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return output.Or(strings.Join(parts, ","), "<none>")
+}
+
+// loadFleet reads the fleet from files when given, else from the hub.
+func loadFleet(ctx context.Context, flags *clientopts.Flags, files []string, now time.Time) (*simulate.Fleet, error) {
+	if len(files) == 0 {
+		cfg, err := flags.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return simulate.FromHub(ctx, cfg)
+	}
+	return simulate.ReadFiles(files, now)
+}
+

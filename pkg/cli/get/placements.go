@@ -1,0 +1,171 @@
+package get
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
+	"github.com/fleetfit/fleetfit/pkg/cli/output"
+	"github.com/fleetfit/fleetfit/pkg/simulate"
+)
+
+// maxClusters is how many decided clusters a table row names (-o wide names all).
+const maxClusters = 3
+
+// PlacementsOptions are the options of `fleetfit get placements`.
+type PlacementsOptions struct {
+	Flags         *clientopts.Flags
+	Output        *output.Flags
+	AllNamespaces bool
+	Files         []string
+	Now           func() time.Time
+}
+
+func newPlacementsCommand(flags *clientopts.Flags) *cobra.Command {
+	o := &PlacementsOptions{Flags: flags, Now: time.Now}
+	c := &cobra.Command{
+		Use:     "placements",
+		Aliases: []string{"placement"},
+		Short:   "List Placements with their selected clusters, conditions and HPAIntents",
+		Example: `  fleetfit get placements -A --kubeconfig hub.kubeconfig
+  fleetfit get placements -n demo -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Output.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context(), c.OutOrStdout())
+		},
+	}
+	o.Output = output.AddFlags(c, output.Table, output.Wide, output.YAML, output.JSON)
+	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "list the placements of every namespace")
+	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub")
+	return c
+}
+
+// Run prints the placements.
+func (o *PlacementsOptions) Run(ctx context.Context, w io.Writer) error {
+	ns := ""
+	if !o.AllNamespaces {
+		var err error
+		if ns, _, err = o.Flags.Namespace(); err != nil {
+			return err
+		}
+	}
+	fleet, err := loadFleet(ctx, o.Flags, o.Files, o.Now())
+	if err != nil {
+		return err
+	}
+	var placements []*clusterv1beta1.Placement
+	for _, p := range fleet.Placements {
+		if ns == "" || p.Namespace == ns {
+			placements = append(placements, p)
+		}
+	}
+	slices.SortFunc(placements, func(a, b *clusterv1beta1.Placement) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	decided := decidedClusters(fleet)
+	if o.Output.Structured() {
+		objs := make([]runtime.Object, 0, len(placements))
+		for _, p := range placements {
+			p.SetGroupVersionKind(clusterv1beta1.SchemeGroupVersion.WithKind("Placement"))
+			objs = append(objs, p)
+		}
+		return o.Output.PrintObject(w, output.List(objs...))
+	}
+	wide := o.Output.Format == output.Wide
+	t := output.NewTable(w)
+	header := []string{"NAME", "SELECTED", "CLUSTERS", "SATISFIED", "REASON", "HPAINTENTS", "AGE"}
+	if o.AllNamespaces {
+		header = append([]string{"NAMESPACE"}, header...)
+	}
+	if wide {
+		header = append(header, "MESSAGE")
+	}
+	t.Row(header...)
+	now := o.Now()
+	for _, p := range placements {
+		clusters := decided[p.Namespace+"/"+p.Name]
+		shown := clusters
+		if !wide && len(shown) > maxClusters {
+			shown = append(slices.Clone(shown[:maxClusters]), fmt.Sprintf("+%d", len(clusters)-maxClusters))
+		}
+		want := "all"
+		if p.Spec.NumberOfClusters != nil {
+			want = fmt.Sprint(*p.Spec.NumberOfClusters)
+		}
+		satisfied, reason, message := "Unknown", "-", ""
+		if c := meta.FindStatusCondition(p.Status.Conditions, clusterv1beta1.PlacementConditionSatisfied); c != nil {
+			satisfied, reason, message = string(c.Status), c.Reason, c.Message
+		}
+		if c := meta.FindStatusCondition(p.Status.Conditions, clusterv1beta1.PlacementConditionMisconfigured); c != nil && c.Status == "True" {
+			satisfied, reason, message = "False", c.Reason, c.Message
+		}
+		row := []string{p.Name, fmt.Sprintf("%d/%s", len(clusters), want), output.Or(strings.Join(shown, ","), "-"),
+			satisfied, reason, intentsOf(fleet, p), output.Age(p.CreationTimestamp.Time, now)}
+		if o.AllNamespaces {
+			row = append([]string{p.Namespace}, row...)
+		}
+		if wide {
+			row = append(row, message)
+		}
+		t.Row(row...)
+	}
+	return t.Flush()
+}
+
+// decidedClusters are the clusters of each placement's PlacementDecisions, in name order.
+func decidedClusters(f *simulate.Fleet) map[string][]string {
+	out := map[string][]string{}
+	for _, d := range f.Decisions {
+		p := d.Labels[clusterv1beta1.PlacementLabel]
+		if p == "" {
+			continue
+		}
+		key := d.Namespace + "/" + p
+		for _, cd := range d.Status.Decisions {
+			out[key] = append(out[key], cd.ClusterName)
+		}
+	}
+	for k := range out {
+		slices.Sort(out[k])
+	}
+	return out
+}
+
+// intentsOf names the HPAIntents of a placement with their Scheduled and Delivered state, as
+// "fwall (Scheduled, Delivered)".
+func intentsOf(f *simulate.Fleet, p *clusterv1beta1.Placement) string {
+	var parts []string
+	for _, in := range f.Intents {
+		if in.Namespace != p.Namespace || in.Spec.PlacementRef.Name != p.Name {
+			continue
+		}
+		var states []string
+		for _, t := range []string{fleetfitv1alpha1.ConditionValid, fleetfitv1alpha1.ConditionScheduled, fleetfitv1alpha1.ConditionDelivered} {
+			c := meta.FindStatusCondition(in.Status.Conditions, t)
+			switch {
+			case c == nil:
+			case c.Status == "True" && t != fleetfitv1alpha1.ConditionValid:
+				states = append(states, t)
+			case c.Status == "False":
+				states = append(states, "Not"+t)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", in.Name, output.Or(strings.Join(states, ","), "pending")))
+	}
+	slices.Sort(parts)
+	return output.Or(strings.Join(parts, ", "), "-")
+}
