@@ -244,4 +244,3 @@ func loadFleet(ctx context.Context, flags *clientopts.Flags, files []string, now
 	}
 	return simulate.ReadFiles(files, now)
 }
-
