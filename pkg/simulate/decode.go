@@ -109,10 +109,32 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured) error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		defaultRequests(pod)
+	}
 	if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
 		if errs := validation.ValidateHPAIntent(in); len(errs) > 0 {
 			return fmt.Errorf("%s is invalid (the hub's API server would refuse it): %w", what, errs.ToAggregate())
 		}
 	}
 	return f.Add(obj)
+}
+
+// defaultRequests applies the API server's defaulting of a pod's containers that the agent sees
+// applied: a resource with a limit and no request requests its limit.
+func defaultRequests(pod *corev1.Pod) {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, q := range r.Limits {
+				if _, ok := r.Requests[name]; ok {
+					continue
+				}
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				r.Requests[name] = q.DeepCopy()
+			}
+		}
+	}
 }

@@ -1,0 +1,301 @@
+package simulate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+)
+
+var at = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// fleetOf decodes documents and builds their inventories at the test's time.
+func fleetOf(t *testing.T, docs ...string) *Fleet {
+	t.Helper()
+	f := &Fleet{}
+	if err := f.Decode(strings.NewReader(strings.Join(docs, "\n---\n")), "test"); err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if err := f.BuildInventories(inventory.DefaultConfig(), at); err != nil {
+		t.Fatalf("BuildInventories: %v", err)
+	}
+	return f
+}
+
+func run(t *testing.T, f *Fleet) *Result {
+	t.Helper()
+	res, err := Run(t.Context(), f, Options{Now: at})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+// selected returns each placement's decided clusters, and "skipped: ..." for the skipped.
+func selected(res *Result) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range res.Placements {
+		out[r.Key()] = []string{}
+		if r.Skipped != "" {
+			out[r.Key()] = []string{"skipped"}
+		}
+		for _, d := range r.Decisions {
+			for _, cd := range d.Status.Decisions {
+				out[r.Key()] = append(out[r.Key()], cd.ClusterName)
+			}
+		}
+	}
+	return out
+}
+
+const setAndBinding = `
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSet
+metadata: {name: default}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {name: default, namespace: ml}
+spec: {clusterSet: default}`
+
+func cluster(name string) string {
+	return `
+apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata:
+  name: ` + name + `
+  labels: {cluster.open-cluster-management.io/clusterset: default}
+spec: {hubAcceptsClient: true}`
+}
+
+func gpuNode(cluster, name, cpu, gpus string) string {
+	return `
+apiVersion: v1
+kind: Node
+metadata:
+  name: ` + name + `
+  labels: {fleetfit.io/cluster: ` + cluster + `, nvidia.com/gpu.product: A100}
+status:
+  allocatable: {cpu: "` + cpu + `", memory: 64Gi, pods: "110", nvidia.com/gpu: "` + gpus + `"}
+  conditions: [{type: Ready, status: "True"}]`
+}
+
+func placementDoc(name string) string {
+	return `
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: ` + name + `, namespace: ml}
+spec: {numberOfClusters: 1}`
+}
+
+func gpuIntent(name, gpus string) string {
+	return `
+apiVersion: fleetfit.io/v1alpha1
+kind: HPAIntent
+metadata: {name: ` + name + `, namespace: ml}
+spec:
+  placementRef: {name: ` + name + `}
+  consumers:
+  - name: trainer
+    target: {apiVersion: batch/v1, kind: Job, name: trainer, container: trainer}
+    replicas: 1
+    requirements:
+    - name: gpu
+      resource: {name: nvidia.com/gpu, limits: ` + gpus + `}
+    - name: a100
+      feature: {key: nvidia.com/gpu.product, values: [A100]}`
+}
+
+// TestExampleFleet schedules deploy/examples/fleet.yaml, the documented fleet file.
+func TestExampleFleet(t *testing.T) {
+	f, err := ReadFiles([]string{"../../deploy/examples/fleet.yaml"}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, f)
+	want := map[string][]string{"demo/fwall": {"cluster2"}, "demo/training": {}}
+	if diff := cmp.Diff(want, selected(res)); diff != "" {
+		t.Errorf("decisions (-want,+got):\n%s", diff)
+	}
+	training := res.Placements[1]
+	if c := meta.FindStatusCondition(training.Placement.Status.Conditions, clusterv1beta1.PlacementConditionSatisfied); c == nil || c.Reason != "NoManagedClusterMatched" {
+		t.Errorf("training's Satisfied condition = %+v, want reason NoManagedClusterMatched", c)
+	}
+	var reason string
+	for _, v := range training.Explanation.Clusters {
+		if v.Name == "cluster1" {
+			reason = v.RejectedBy + ": " + v.Reason
+		}
+	}
+	// The A100 node of cluster1 has 32 cores, 26 taken by a pod of the file.
+	if want := "HardwareFit: consumer training/trainer: no schedulable node with nvidia.com/gpu.product In [A100] has 8 cpu free; the best has 6"; reason != want {
+		t.Errorf("cluster1's verdict for training = %q, want %q", reason, want)
+	}
+	for _, in := range res.Intents {
+		if c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionValid); c == nil || c.Status != "True" {
+			t.Errorf("intent %s: Valid = %+v, want True", in.Name, c)
+		}
+	}
+}
+
+// TestReservations: two placements that each need 3 of the 4 GPUs of the only A100 node do not
+// both get it: the first one's capacity is held for it when the second is scheduled.
+func TestReservations(t *testing.T) {
+	f := fleetOf(t, setAndBinding, cluster("c1"), gpuNode("c1", "a100", "32", "4"),
+		placementDoc("first"), gpuIntent("first", "3"), placementDoc("second"), gpuIntent("second", "3"))
+	res := run(t, f)
+	want := map[string][]string{"ml/first": {"c1"}, "ml/second": {}}
+	if diff := cmp.Diff(want, selected(res)); diff != "" {
+		t.Errorf("decisions (-want,+got):\n%s", diff)
+	}
+}
+
+// TestExistingDecisionsKept: a placement whose intent the hub finds invalid is not scheduled
+// and keeps the decisions the fleet holds; the intent says why.
+func TestExistingDecisionsKept(t *testing.T) {
+	invalid := gpuIntent("first", "1") + `
+  workload:
+    manifests:
+    - apiVersion: batch/v1
+      kind: Job
+      metadata: {name: not-the-trainer}
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{name: trainer, image: trainer}]`
+	decision := `
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: PlacementDecision
+metadata:
+  name: first-decision-1
+  namespace: ml
+  labels: {cluster.open-cluster-management.io/placement: first}
+status:
+  decisions: [{clusterName: c2, reason: ""}]`
+	f := fleetOf(t, setAndBinding, cluster("c1"), cluster("c2"), gpuNode("c1", "a100", "32", "4"), gpuNode("c2", "other", "1", "0"),
+		placementDoc("first"), invalid, decision)
+	res := run(t, f)
+	if diff := cmp.Diff(map[string][]string{"ml/first": {"skipped", "c2"}}, selected(res)); diff != "" {
+		t.Errorf("decisions (-want,+got):\n%s", diff)
+	}
+	c := meta.FindStatusCondition(res.Intents[0].Status.Conditions, fleetfitv1alpha1.ConditionValid)
+	if c == nil || c.Status != "False" || !strings.Contains(c.Message, "trainer") {
+		t.Errorf("Valid = %+v, want False naming the missing target", c)
+	}
+}
+
+// TestDefaults: objects get the defaults the hub's API server gives them.
+func TestDefaults(t *testing.T) {
+	f := fleetOf(t, placementDoc("p"), gpuIntent("p", "1"))
+	if got := f.Placements[0].Spec.ScoreRateLimit; got != "1m" {
+		t.Errorf("scoreRateLimit = %q, want the CRD's default 1m", got)
+	}
+	if got := f.Placements[0].Spec.SortBy; got != clusterv1beta1.PlacementSortByClusterName {
+		t.Errorf("sortBy = %q, want the CRD's default ClusterName", got)
+	}
+	req := f.Intents[0].Spec.Consumers[0].Requirements[1]
+	if req.Mandatory == nil || !*req.Mandatory || req.Feature == nil || req.Feature.Operator != "In" {
+		t.Errorf("requirement = %+v, want the defaults mandatory=true and operator In", req)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	cases := map[string]struct {
+		docs []string
+		want string
+	}{
+		"unknown kind": {
+			docs: []string{"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}"},
+			want: `Deployment "x": apps/v1, Kind=Deployment is not part of a fleet`,
+		},
+		"misspelt field": {
+			docs: []string{"apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata: {name: p, namespace: ml}\nspec: {numberOfCluster: 1}"},
+			want: `unknown field "spec.numberOfCluster"`,
+		},
+		"no kind": {
+			docs: []string{"metadata: {name: p}"},
+			want: "without apiVersion and kind",
+		},
+		"invalid intent": {
+			docs: []string{strings.Replace(gpuIntent("p", "1"), "    - name: a100", "    - name: a100\n      weight: 3", 1)},
+			want: `HPAIntent "ml/p" is invalid (the hub's API server would refuse it)`,
+		},
+		"node without cluster": {
+			docs: []string{"apiVersion: v1\nkind: Node\nmetadata: {name: node-1}"},
+			want: "node node-1 has no fleetfit.io/cluster label or annotation",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := (&Fleet{}).Decode(strings.NewReader(strings.Join(tc.docs, "\n---\n")), "fleet.yaml")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Decode error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildInventoriesErrors(t *testing.T) {
+	inv := `
+apiVersion: fleetfit.io/v1alpha1
+kind: ClusterInventory
+metadata: {name: c1, namespace: c1}`
+	orphan := `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: app}
+spec: {nodeName: elsewhere, containers: [{name: web, image: web}]}`
+	cases := map[string]struct {
+		docs []string
+		want string
+	}{
+		"nodes of an unknown cluster": {docs: []string{gpuNode("c9", "node-1", "1", "1")}, want: "there is no ManagedCluster c9"},
+		"nodes and an inventory":      {docs: []string{cluster("c1"), inv, gpuNode("c1", "node-1", "1", "1")}, want: "cluster c1 has both Nodes and a ClusterInventory"},
+		"a pod of no cluster":         {docs: []string{cluster("c1"), gpuNode("c1", "node-1", "1", "1"), orphan}, want: "pod app/web belongs to no cluster of the file"},
+		"a node twice":                {docs: []string{cluster("c1"), cluster("c2"), gpuNode("c1", "node-1", "1", "1"), gpuNode("c2", "node-1", "1", "1")}, want: "node node-1 appears twice"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &Fleet{}
+			if err := f.Decode(strings.NewReader(strings.Join(tc.docs, "\n---\n")), "fleet.yaml"); err != nil {
+				t.Fatal(err)
+			}
+			err := f.BuildInventories(inventory.DefaultConfig(), at)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("BuildInventories error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestInventoryFromNodes: the inventory built from the file's nodes and pods is the agent's.
+func TestInventoryFromNodes(t *testing.T) {
+	pod := `
+apiVersion: v1
+kind: Pod
+metadata: {name: train, namespace: ml}
+spec:
+  nodeName: a100
+  containers: [{name: t, image: t, resources: {limits: {nvidia.com/gpu: "3"}, requests: {cpu: "30"}}}]
+status: {phase: Running}`
+	f := fleetOf(t, cluster("c1"), gpuNode("c1", "a100", "32", "4"), pod)
+	st := f.Inventories[0].Status
+	got := map[string]string{}
+	for _, r := range st.Resources {
+		got[string(r.Name)] = r.Free.String()
+	}
+	want := map[string]string{"cpu": "2", "memory": "64Gi", "nvidia.com/gpu": "1", "pods": "109"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("free (-want,+got):\n%s", diff)
+	}
+	if !st.ObservedAt.Time.Equal(at) || f.LatestObservation() != at {
+		t.Errorf("observedAt = %v, want %v", st.ObservedAt, at)
+	}
+}
