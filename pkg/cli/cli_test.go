@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const exampleFleet = "../../deploy/examples/fleet.yaml"
+
+// run runs the fleetfit command line and returns what it printed.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root := NewCommand()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+// rows splits a table into its rows of cells (cells are separated by two or more spaces).
+func rows(table string) [][]string {
+	var out [][]string
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
+		var cells []string
+		for _, c := range strings.Split(line, "  ") {
+			if c = strings.TrimSpace(c); c != "" {
+				cells = append(cells, c)
+			}
+		}
+		out = append(out, cells)
+	}
+	return out
+}
+
+func TestGetClustersFromFile(t *testing.T) {
+	out, err := run(t, "get", "clusters", "-f", exampleFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "FEATURES", "INVENTORY"},
+		{"cluster1", "Unknown", "2/2", "14/40", "96Gi/160Gi", "A100 4/4", "AVX512F", "0s ago"},
+		{"cluster2", "Unknown", "2/2", "32/32", "128Gi/128Gi", "Tesla-T4 2/2", "AVX512F", "0s ago"},
+		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago"},
+	}
+	if diff := cmp.Diff(want, rows(out)); diff != "" {
+		t.Errorf("get clusters (-want,+got):\n%s\n%s", diff, out)
+	}
+}
+
+func TestSimulateFromFile(t *testing.T) {
+	out, err := run(t, "simulate", "-f", exampleFleet, "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := &metav1.List{}
+	if err := yaml.Unmarshal([]byte(out), list); err != nil {
+		t.Fatalf("decoding the output: %v\n%s", err, out)
+	}
+	type item struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		Status struct {
+			Decisions []struct {
+				ClusterName string `json:"clusterName"`
+			} `json:"decisions"`
+			NumberOfSelectedClusters int `json:"numberOfSelectedClusters"`
+		} `json:"status"`
+	}
+	var got []string
+	for _, raw := range list.Items {
+		var it item
+		if err := yaml.Unmarshal(raw.Raw, &it); err != nil {
+			t.Fatal(err)
+		}
+		s := it.Kind + " " + it.Metadata.Name
+		for _, d := range it.Status.Decisions {
+			s += " " + d.ClusterName
+		}
+		if it.Kind == "Placement" {
+			s += " selected=" + strings.Repeat("x", it.Status.NumberOfSelectedClusters)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"Placement fwall selected=x", "PlacementDecision fwall-decision-1 cluster2",
+		"Placement training selected=", "PlacementDecision training-decision-1",
+		"HPAIntent fwall", "HPAIntent training",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("simulate -o yaml (-want,+got):\n%s\n%s", diff, out)
+	}
+}
+
+func TestExplainFromFile(t *testing.T) {
+	out, err := run(t, "explain", "placement", "training", "-n", "demo", "-f", exampleFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"wants 1 cluster(s); selects none",
+		"cluster1   rejected   HardwareFit   consumer training/trainer: no schedulable node with nvidia.com/gpu.product In [A100] has 8 cpu free; the best has 6",
+		"cluster2   rejected   HardwareFit   consumer training/trainer: no schedulable node with nvidia.com/gpu.product In [A100]",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := run(t, "explain", "placement", "nope", "-n", "demo", "-f", exampleFleet); err == nil || err.Error() != `placement "nope" not found in namespace "demo"` {
+		t.Errorf("explaining a missing placement: got %v", err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"simulate without a fleet": {[]string{"simulate"}, "give fleet files with -f, or --from-hub"},
+		"unknown output":           {[]string{"get", "clusters", "-f", exampleFleet, "-o", "xml"}, `unknown output format "xml"`},
+		"bad time":                 {[]string{"simulate", "-f", exampleFleet, "--at", "yesterday"}, `--at "yesterday" is not an RFC 3339 time`},
+		"missing file":             {[]string{"simulate", "-f", "no-such-file.yaml"}, "no-such-file.yaml"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := run(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
