@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
 const exampleFleet = "../../deploy/examples/fleet.yaml"
@@ -24,21 +26,6 @@ func run(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// rows splits a table into its rows of cells (cells are separated by two or more spaces).
-func rows(table string) [][]string {
-	var out [][]string
-	for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
-		var cells []string
-		for _, c := range strings.Split(line, "  ") {
-			if c = strings.TrimSpace(c); c != "" {
-				cells = append(cells, c)
-			}
-		}
-		out = append(out, cells)
-	}
-	return out
-}
-
 func TestGetClustersFromFile(t *testing.T) {
 	out, err := run(t, "get", "clusters", "-f", exampleFleet)
 	if err != nil {
@@ -50,7 +37,7 @@ func TestGetClustersFromFile(t *testing.T) {
 		{"cluster2", "Unknown", "2/2", "32/32", "128Gi/128Gi", "Tesla-T4 2/2", "AVX512F", "0s ago"},
 		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago"},
 	}
-	if diff := cmp.Diff(want, rows(out)); diff != "" {
+	if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
 		t.Errorf("get clusters (-want,+got):\n%s\n%s", diff, out)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,14 +135,14 @@ func TestCommandsOnALiveHub(t *testing.T) {
 			{"cluster1", "Unknown", "1/1", "6/8", "64Gi/64Gi", "A100 4/4"},
 			{"cluster2", "Unknown", "1/1", "16/16", "64Gi/64Gi", "Tesla-T4 2/2"},
 		} {
-			if !hasRow(out, want...) {
+			if !ut.HasRow(out, want...) {
 				t.Errorf("get clusters lacks the row %q:\n%s", want, out)
 			}
 		}
 	})
 	t.Run("get placements", func(t *testing.T) {
 		out := fleetfit(t, kubeconfig, "get", "placements", "-A")
-		if want := []string{"ml", "infer", "1/1", "cluster1", "True", "AllDecisionsScheduled", "infer (Scheduled)"}; !hasRow(out, want...) {
+		if want := []string{"ml", "infer", "1/1", "cluster1", "True", "AllDecisionsScheduled", "infer (Scheduled)"}; !ut.HasRow(out, want...) {
 			t.Errorf("get placements lacks the row %q:\n%s", want, out)
 		}
 	})
@@ -156,7 +155,7 @@ func TestCommandsOnALiveHub(t *testing.T) {
 			{"cluster1", "selected", "-", "-"},
 			{"cluster2", "rejected", "HardwareFit", "consumer infer/server: no schedulable node with nvidia.com/gpu.product In [A100]"},
 		} {
-			if !hasRow(out, want...) {
+			if !ut.HasRow(out, want...) {
 				t.Errorf("explain lacks the row %q:\n%s", want, out)
 			}
 		}
@@ -196,7 +195,7 @@ spec:
 			{"ml/infer", "1/1", "cluster1", "True", "AllDecisionsScheduled"},
 			{"ml/train", "0/1", "-", "False", "NoManagedClusterMatched"},
 		} {
-			if !hasRow(out, want...) {
+			if !ut.HasRow(out, want...) {
 				t.Errorf("simulate lacks the row %q:\n%s", want, out)
 			}
 		}
@@ -226,20 +225,3 @@ func a100Intent(name, cpu string) *v1alpha1.HPAIntent {
 	).Obj()
 }
 
-
-// hasRow reports whether a table in out has a row that starts with cells (cells of a table are
-// separated by two or more spaces).
-func hasRow(out string, cells ...string) bool {
-	for _, line := range strings.Split(out, "\n") {
-		var row []string
-		for _, c := range strings.Split(line, "  ") {
-			if c = strings.TrimSpace(c); c != "" {
-				row = append(row, c)
-			}
-		}
-		if len(row) >= len(cells) && slices.Equal(row[:len(cells)], cells) {
-			return true
-		}
-	}
-	return false
-}
