@@ -224,4 +224,3 @@ func a100Intent(name, cpu string) *v1alpha1.HPAIntent {
 		).Obj(),
 	).Obj()
 }
-
