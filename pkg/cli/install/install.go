@@ -1,15 +1,23 @@
-// Package install holds `fleetfit install`, which puts fleetfit's
-// CustomResourceDefinitions (and, as the project grows, its hub and agent
-// deployments) on a cluster.
+// Package install holds `fleetfit install`, which puts fleetfit on a hub
+// (`install hub`) and on managed clusters (`install agent`, with the hub
+// side of an agent's access from `install agent-access`), and their
+// CustomResourceDefinitions (`install crds`). Everything is applied with
+// server-side apply, so installing again changes nothing, and installing a
+// newer version updates in place.
 package install
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
-	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/install"
 )
@@ -19,70 +27,93 @@ func NewCommand(flags *clientopts.Flags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "install",
 		Short: "Install fleetfit on a hub or a managed cluster",
+		Long: `Install fleetfit on an Open Cluster Management hub and its managed clusters.
+
+Everything is applied with server-side apply (field manager "fleetfit"), so running an
+install again changes nothing, and running a newer version's updates in place. Each
+applied object is printed as kubectl prints it.
+
+  1. On the hub:                 fleetfit install hub
+  2. On the hub, per cluster:    fleetfit install agent-access --cluster-name NAME
+  3. On each managed cluster:    fleetfit install agent --cluster-name NAME --hub-kubeconfig FILE
+
+The cluster each command works on is chosen with --kubeconfig and --context, as with kubectl.`,
 	}
-	c.AddCommand(newCRDsCommand(flags))
+	c.AddCommand(
+		newHubCommand(flags),
+		newAgentCommand(flags),
+		newAgentAccessCommand(flags),
+		newCRDsCommand(flags),
+	)
 	return c
 }
 
-// CRDsOptions are the options of `fleetfit install crds`.
-type CRDsOptions struct {
-	Flags *clientopts.Flags
-	Side  string
-
-	crds []*apiextensionsv1.CustomResourceDefinition
+// ApplyFlags are the flags every install command shares.
+type ApplyFlags struct {
+	DryRun         bool
+	ForceConflicts bool
 }
 
-func newCRDsCommand(flags *clientopts.Flags) *cobra.Command {
-	o := &CRDsOptions{Flags: flags}
-	c := &cobra.Command{
-		Use:   "crds",
-		Short: "Apply the CustomResourceDefinitions a hub (--side hub) or a managed cluster (--side spoke) needs",
-		Example: `  # On the hub: OCM's hub APIs (ManagedCluster, Placement, ManifestWork, ...) and fleetfit's
-  fleetfit install crds --side hub --kubeconfig hub.kubeconfig`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			return o.Run(c)
-		},
+func (f *ApplyFlags) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.DryRun, "dry-run", false, "have the API server validate every object without persisting it")
+	fs.BoolVar(&f.ForceConflicts, "force-conflicts", false, "take over fields that another field manager (e.g. kubectl edit) changed, setting them back to fleetfit's values")
+}
+
+func (f ApplyFlags) options() install.ApplyOptions {
+	return install.ApplyOptions{DryRun: f.DryRun, ForceConflicts: f.ForceConflicts}
+}
+
+// runOptions make a command's Options → Complete → Validate → Run sequence
+// one call.
+type runOptions interface {
+	Complete() error
+	Validate() error
+	Run(ctx context.Context, out, errOut io.Writer) error
+}
+
+func runE(o runOptions) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, _ []string) error {
+		if err := o.Complete(); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(c.Context(), c.OutOrStdout(), c.ErrOrStderr())
 	}
-	c.Flags().StringVar(&o.Side, "side", "hub", "which CRDs to apply: hub or spoke")
-	return c
 }
 
-// Validate checks the flags.
-func (o *CRDsOptions) Validate() error {
-	if o.Side != "hub" && o.Side != "spoke" {
-		return fmt.Errorf("--side must be hub or spoke, not %q", o.Side)
+// applyObjects applies objs, printing a line per object applied, also when
+// an error stops it half-way.
+func applyObjects(ctx context.Context, out io.Writer, a *install.Applier, objs []*unstructured.Unstructured, f ApplyFlags) error {
+	results, err := a.Apply(ctx, objs, f.options())
+	for _, r := range results {
+		fmt.Fprintln(out, r)
 	}
-	return nil
-}
-
-// Complete loads the CRDs for the chosen side.
-func (o *CRDsOptions) Complete() (err error) {
-	if o.Side == "hub" {
-		o.crds, err = manifests.HubCRDs()
-	} else {
-		o.crds, err = manifests.SpokeCRDs()
+	if conflict := (*install.ConflictError)(nil); errors.As(err, &conflict) {
+		return fmt.Errorf("%w\n(they were changed on the cluster after fleetfit set them: pass --force-conflicts to set them back)", err)
 	}
 	return err
 }
 
-// Run applies the CRDs and waits until they are established.
-func (o *CRDsOptions) Run(c *cobra.Command) error {
-	cfg, err := o.Flags.RESTConfig()
+// applyCRDs applies CRDs and, unless it is a dry run, waits until they are
+// served.
+func applyCRDs(ctx context.Context, out io.Writer, cfg *rest.Config, a *install.Applier, crds []*apiextensionsv1.CustomResourceDefinition, f ApplyFlags) error {
+	objs, err := install.CRDObjects(crds)
 	if err != nil {
 		return err
 	}
-	if err := install.ApplyCRDs(c.Context(), cfg, o.crds); err != nil {
+	if err := applyObjects(ctx, out, a, objs, f); err != nil {
 		return err
 	}
-	for _, crd := range o.crds {
-		fmt.Fprintf(c.OutOrStdout(), "customresourcedefinition.apiextensions.k8s.io/%s applied\n", crd.Name)
+	if f.DryRun {
+		return nil
 	}
-	return nil
+	return install.WaitForCRDs(ctx, cfg, crds)
+}
+
+func warn(errOut io.Writer, warnings ...string) {
+	for _, w := range warnings {
+		fmt.Fprintf(errOut, "Warning: %s\n", w)
+	}
 }

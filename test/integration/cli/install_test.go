@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 
 	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/cli"
@@ -27,14 +28,7 @@ func TestInstallCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
-	kubeconfig := filepath.Join(t.TempDir(), "hub.kubeconfig")
-	raw, err := framework.Kubeconfig(cp.AdminConfig(), "hub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := kubeconfigFile(t, "hub", cp.AdminConfig())
 	dc := discovery.NewDiscoveryClientForConfigOrDie(cp.AdminConfig())
 
 	err = hub.RequireAPIs(cp.URL(), dc)
@@ -42,11 +36,8 @@ func TestInstallCRDs(t *testing.T) {
 		t.Fatalf("before install: got %v, want an error that says to run `fleetfit install crds --side hub`", err)
 	}
 
-	var out bytes.Buffer
-	root := cli.NewCommand()
-	root.SetOut(&out)
-	root.SetArgs([]string{"install", "crds", "--side", "hub", "--kubeconfig", kubeconfig})
-	if err := root.ExecuteContext(t.Context()); err != nil {
+	out, _, err := runFleetfit(t, "install", "crds", "--side", "hub", "--kubeconfig", kubeconfig)
+	if err != nil {
 		t.Fatalf("fleetfit install crds: %v", err)
 	}
 	crds, err := manifests.HubCRDs()
@@ -54,8 +45,8 @@ func TestInstallCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, crd := range crds {
-		if !strings.Contains(out.String(), crd.Name+" applied") {
-			t.Errorf("output does not report %s applied:\n%s", crd.Name, out.String())
+		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+crd.Name+" serverside-applied\n") {
+			t.Errorf("output does not report %s applied:\n%s", crd.Name, out)
 		}
 	}
 	// Discovery is cached per client; use a fresh one.
@@ -65,8 +56,35 @@ func TestInstallCRDs(t *testing.T) {
 	}
 
 	// Installing again is harmless: it updates in place.
-	root.SetArgs([]string{"install", "crds", "--side", "hub", "--kubeconfig", kubeconfig})
-	if err := root.ExecuteContext(t.Context()); err != nil {
+	if _, _, err := runFleetfit(t, "install", "crds", "--side", "hub", "--kubeconfig", kubeconfig); err != nil {
 		t.Errorf("second fleetfit install crds: %v", err)
 	}
+}
+
+// runFleetfit runs the fleetfit command line, as a user would, with a fresh
+// root command, and returns what it printed.
+func runFleetfit(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := cli.NewCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err = root.ExecuteContext(t.Context())
+	t.Logf("fleetfit %s\n%s%s", strings.Join(args, " "), out.String(), errOut.String())
+	return out.String(), errOut.String(), err
+}
+
+// kubeconfigFile writes cfg as a kubeconfig file and returns its path.
+func kubeconfigFile(t *testing.T, name string, cfg *rest.Config) string {
+	t.Helper()
+	raw, err := framework.Kubeconfig(cfg, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

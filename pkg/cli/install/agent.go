@@ -1,0 +1,155 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
+	"github.com/fleetfit/fleetfit/manifests"
+	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
+	"github.com/fleetfit/fleetfit/pkg/install"
+)
+
+// AgentOptions are the options of `fleetfit install agent`.
+type AgentOptions struct {
+	Flags              *clientopts.Flags
+	ClusterName        string
+	HubKubeconfig      string
+	HubAdminKubeconfig string
+	Image              string
+	ApplyFlags
+
+	hub    *install.HubKubeconfig
+	access *AgentAccessOptions
+}
+
+func newAgentCommand(flags *clientopts.Flags) *cobra.Command {
+	o := &AgentOptions{Flags: flags, Image: install.DefaultImage()}
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "Install fleetfit-agent on a managed cluster, reporting to the hub with a kubeconfig of its own",
+		Long: `Install fleetfit-agent on the managed cluster of --kubeconfig/--context: the managed
+cluster's CRDs (as 'fleetfit install crds --side spoke'), the namespace ` + deployagent.Namespace + ` with the
+agent's ServiceAccount and RBAC (read Nodes and Pods), a Secret holding the hub kubeconfig of
+--hub-kubeconfig, and a Deployment running fleetfit-agent with it.
+
+The hub kubeconfig is the agent's own identity on the hub, the user
+system:fleetfit:agent:<cluster> (a client certificate with that common name, for example);
+it is stored with its certificates inlined, and must reach the hub from inside the managed
+cluster. That identity needs RBAC on the hub, which takes the hub's admin rights: with
+--hub-admin-kubeconfig it is applied here, otherwise run 'fleetfit install agent-access' on
+the hub.
+
+The image is the one built from the repository's Dockerfile; by default it is this
+version's, published as ` + install.ImageRepository + `:<version>.`,
+		Example: `  # The hub side too, with the hub's admin credentials
+  fleetfit install agent --kubeconfig cluster1.kubeconfig --cluster-name cluster1 \
+    --hub-kubeconfig cluster1-agent-hub.kubeconfig --hub-admin-kubeconfig hub.kubeconfig
+
+  # The managed cluster only; the hub's admin runs 'fleetfit install agent-access'
+  fleetfit install agent --context cluster1 --cluster-name cluster1 --hub-kubeconfig cluster1-agent-hub.kubeconfig`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
+	}
+	c.Flags().StringVar(&o.ClusterName, "cluster-name", "", "the managed cluster's name on the hub (its ManagedCluster and namespace there)")
+	c.Flags().StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig the agent uses to reach the hub, as system:fleetfit:agent:<cluster>; its current context is used")
+	c.Flags().StringVar(&o.HubAdminKubeconfig, "hub-admin-kubeconfig", "", "kubeconfig with admin rights on the hub, to grant the agent's identity its RBAC there (as 'fleetfit install agent-access')")
+	c.Flags().StringVar(&o.Image, "image", o.Image, "fleetfit's container image, built from the repository's Dockerfile")
+	o.addFlags(c.Flags())
+	return c
+}
+
+// Complete prepares the hub side when the hub's admin credentials are given.
+func (o *AgentOptions) Complete() error {
+	if o.HubAdminKubeconfig != "" {
+		flags := clientopts.New()
+		flags.SetKubeconfig(o.HubAdminKubeconfig)
+		o.access = &AgentAccessOptions{Flags: flags, ClusterName: o.ClusterName, ApplyFlags: o.ApplyFlags}
+	}
+	return nil
+}
+
+// Validate checks the flags and reads the hub kubeconfig, reporting every
+// problem at once. Nothing is contacted.
+func (o *AgentOptions) Validate() error {
+	var errs []error
+	if err := validateClusterNameFlag(o.ClusterName); err != nil {
+		errs = append(errs, err)
+	}
+	if err := install.ValidateImage(o.Image); err != nil {
+		errs = append(errs, fmt.Errorf("--image: %w", err))
+	}
+	if o.HubKubeconfig == "" {
+		errs = append(errs, errors.New("--hub-kubeconfig is required: the agent's kubeconfig for the hub"))
+	} else if hub, err := install.LoadHubKubeconfig(o.HubKubeconfig); err != nil {
+		errs = append(errs, fmt.Errorf("--hub-kubeconfig: %w", err))
+	} else {
+		o.hub = hub
+	}
+	if o.HubAdminKubeconfig != "" {
+		if _, err := os.Stat(o.HubAdminKubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--hub-admin-kubeconfig: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run grants the agent its hub access (with --hub-admin-kubeconfig), then
+// applies the managed cluster's CRDs, waits until they are served, and
+// applies the agent's objects.
+func (o *AgentOptions) Run(ctx context.Context, out, errOut io.Writer) error {
+	crds, err := manifests.SpokeCRDs()
+	if err != nil {
+		return err
+	}
+	objs, err := install.AgentObjects(install.AgentOptions{ClusterName: o.ClusterName, Image: o.Image, HubKubeconfig: o.hub.Raw})
+	if err != nil {
+		return err
+	}
+	cfg, err := o.Flags.RESTConfig()
+	if err != nil {
+		return err
+	}
+	warn(errOut, o.hub.Warnings(o.ClusterName, time.Now())...)
+
+	// The hub first: should it refuse, the managed cluster is left as it was.
+	if o.access != nil {
+		hubCfg, err := o.access.Flags.RESTConfig()
+		if err != nil {
+			return fmt.Errorf("--hub-admin-kubeconfig: %w", err)
+		}
+		if !sameServer(hubCfg.Host, o.hub.Server) {
+			warn(errOut, fmt.Sprintf("--hub-kubeconfig points at %s but --hub-admin-kubeconfig at %s: are they the same hub?", o.hub.Server, hubCfg.Host))
+		}
+		fmt.Fprintf(out, "On the hub (%s):\n", hubCfg.Host)
+		if err := o.access.run(ctx, hubCfg, out, errOut); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "On the managed cluster %s (%s):\n", o.ClusterName, cfg.Host)
+	}
+	a, err := install.NewApplier(cfg)
+	if err != nil {
+		return err
+	}
+	if err := applyCRDs(ctx, out, cfg, a, crds, o.ApplyFlags); err != nil {
+		return err
+	}
+	if err := applyObjects(ctx, out, a, objs, o.ApplyFlags); err != nil {
+		return err
+	}
+	if o.access == nil {
+		fmt.Fprintln(errOut, accessHint(o.ClusterName))
+	}
+	return nil
+}
+
+func sameServer(a, b string) bool {
+	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+}
