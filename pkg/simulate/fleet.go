@@ -19,6 +19,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 )
 
 // ClusterLabel (or an annotation of the same key) marks a Node or a Pod in a fleet file with
@@ -28,14 +29,11 @@ const ClusterLabel = "fleetfit.io/cluster"
 // Fleet is what the hub's scheduler reads: clusters, cluster sets and bindings, add-on scores,
 // inventories, placements with their decisions, and HPAIntents.
 type Fleet struct {
-	Clusters    []*clusterv1.ManagedCluster
-	Sets        []*clusterv1beta2.ManagedClusterSet
-	Bindings    []*clusterv1beta2.ManagedClusterSetBinding
-	Scores      []*clusterv1alpha1.AddOnPlacementScore
-	Inventories []*fleetfitv1alpha1.ClusterInventory
-	Placements  []*clusterv1beta1.Placement
-	Decisions   []*clusterv1beta1.PlacementDecision
-	Intents     []*fleetfitv1alpha1.HPAIntent
+	// Objects are what the hub's scheduler cache follows: clusters, sets, bindings, scores,
+	// inventories and the current decisions.
+	cache.Objects
+	Placements []*clusterv1beta1.Placement
+	Intents    []*fleetfitv1alpha1.HPAIntent
 
 	// Nodes and Pods are what a fleet file gives instead of inventories, by cluster.
 	Nodes map[string][]*corev1.Node

@@ -76,28 +76,15 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 	}
 	now := opts.Now
 	c := cache.New()
-	for _, o := range f.Clusters {
-		c.UpsertCluster(o)
-	}
+	c.Load(f.Objects)
 	scores := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	for _, o := range f.Scores {
-		c.UpsertScore(o)
 		if err := scores.Add(o); err != nil {
 			return nil, err
 		}
 	}
-	for _, o := range f.Inventories {
-		c.UpsertInventory(o)
-	}
-	for _, o := range f.Sets {
-		c.UpsertSet(o)
-	}
-	for _, o := range f.Bindings {
-		c.UpsertBinding(o)
-	}
 	existing := map[string][]*clusterv1beta1.PlacementDecision{}
 	for _, d := range f.Decisions {
-		c.UpsertDecision(d)
 		if p := d.Labels[clusterv1beta1.PlacementLabel]; p != "" {
 			existing[d.Namespace+"/"+p] = append(existing[d.Namespace+"/"+p], d)
 		}

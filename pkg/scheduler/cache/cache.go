@@ -384,3 +384,36 @@ func (c *Cache) DecidedBy(cluster string) sets.Set[string] {
 	}
 	return out
 }
+
+// Objects are hub objects that the cache follows.
+type Objects struct {
+	Clusters    []*clusterv1.ManagedCluster
+	Sets        []*clusterv1beta2.ManagedClusterSet
+	Bindings    []*clusterv1beta2.ManagedClusterSetBinding
+	Scores      []*clusterv1alpha1.AddOnPlacementScore
+	Inventories []*fleetfitv1alpha1.ClusterInventory
+	Decisions   []*clusterv1beta1.PlacementDecision
+}
+
+// Load records objects as the informers' first list would: for a cache filled at once, as
+// offline scheduling and tests do.
+func (c *Cache) Load(o Objects) {
+	for _, cl := range o.Clusters {
+		c.UpsertCluster(cl)
+	}
+	for _, s := range o.Scores {
+		c.UpsertScore(s)
+	}
+	for _, inv := range o.Inventories {
+		c.UpsertInventory(inv)
+	}
+	for _, s := range o.Sets {
+		c.UpsertSet(s)
+	}
+	for _, b := range o.Bindings {
+		c.UpsertBinding(b)
+	}
+	for _, d := range o.Decisions {
+		c.UpsertDecision(d)
+	}
+}

@@ -29,22 +29,7 @@ type Fleet struct {
 
 // Snapshot indexes the fleet with the hub's own cache.
 func (f Fleet) Snapshot() *framework.Snapshot {
-	c := cache.New()
-	for _, cl := range f.Clusters {
-		c.UpsertCluster(cl)
-	}
-	for _, s := range f.Scores {
-		c.UpsertScore(s)
-	}
-	for _, inv := range f.Inventories {
-		c.UpsertInventory(inv)
-	}
-	for _, s := range f.Sets {
-		c.UpsertSet(s)
-	}
-	for _, b := range f.Bindings {
-		c.UpsertBinding(b)
-	}
+	o := cache.Objects{Clusters: f.Clusters, Sets: f.Sets, Bindings: f.Bindings, Scores: f.Scores, Inventories: f.Inventories}
 	for key, names := range f.Decided {
 		ns, placement, _ := strings.Cut(key, "/")
 		d := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
@@ -53,8 +38,10 @@ func (f Fleet) Snapshot() *framework.Snapshot {
 		for _, n := range names {
 			d.Status.Decisions = append(d.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: n})
 		}
-		c.UpsertDecision(d)
+		o.Decisions = append(o.Decisions, d)
 	}
+	c := cache.New()
+	c.Load(o)
 	return c.Snapshot()
 }
 
