@@ -13,6 +13,7 @@ GO_TEST     ?= go test
 TEST_FLAGS  ?= -race -count=1
 # Integration suites start real control planes; give them room on a 2-core machine.
 INTEGRATION_TIMEOUT ?= 30m
+E2E_TIMEOUT ?= 20m
 
 # Kubernetes and etcd for tests, the demo and end-to-end runs, built from
 # Go modules (test/tools) — never downloaded as binaries.
@@ -114,7 +115,7 @@ verify: ## Check generated code and CRDs are current, gofmt and go vet are clean
 ##@ Test
 
 .PHONY: test
-test: test-unit test-integration ## Run unit and integration tests (with -race).
+test: test-unit test-integration test-e2e ## Run unit, integration and end-to-end tests (with -race).
 
 .PHONY: test-unit
 test-unit: ## Run unit tests.
@@ -123,6 +124,10 @@ test-unit: ## Run unit tests.
 .PHONY: test-integration
 test-integration: tools ## Run integration tests against real kube-apiserver and etcd processes.
 	FLEETFIT_BIN_DIR=$(BIN) $(GO_TEST) $(TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
+
+.PHONY: test-e2e
+test-e2e: build tools ## Run end-to-end tests: bin/fleetfit-hub and fleetfit-agent, OCM's work agent, kube-scheduler and kwok as processes.
+	FLEETFIT_BIN_DIR=$(BIN) $(GO_TEST) $(TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 .PHONY: bench
 bench: ## Run benchmarks.

@@ -24,8 +24,9 @@ func Eventually(t testing.TB, fn func(ctx context.Context) error) {
 	var last error
 	err := wait.PollUntilContextTimeout(t.Context(), PollInterval, EventuallyTimeout, true, func(ctx context.Context) (bool, error) {
 		err := fn(ctx)
-		if err != nil && ctx.Err() != nil {
-			// The timeout cut this attempt short; the previous error says more.
+		if err != nil && (ctx.Err() != nil || nearDeadline(ctx)) {
+			// The timeout cut this attempt short, or a client refused to start a request
+			// it could not finish in time; the previous error says more.
 			return false, nil
 		}
 		last = err
@@ -55,4 +56,10 @@ func Consistently(t testing.TB, d time.Duration, fn func(ctx context.Context) er
 		case <-time.After(PollInterval):
 		}
 	}
+}
+
+// nearDeadline reports whether ctx ends within a few poll intervals.
+func nearDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) < 5*PollInterval
 }

@@ -74,6 +74,8 @@ func StartKwok(ctx context.Context, cp *ControlPlane) (*Component, error) {
 				fmt.Sprintf("--node-lease-duration-seconds=%d", kwokNodeLeaseSeconds),
 				"--cidr=" + kwokPodCIDR,
 				"--server-address=" + addr,
+				// Every Lease renewal and status patch is logged at INFO.
+				"--v=WARN",
 			}, nil
 		},
 		// kwok's working directory, where it would read ~/.kwok/kwok.yaml.
