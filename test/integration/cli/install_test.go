@@ -71,7 +71,7 @@ func runFleetfit(t *testing.T, args ...string) (stdout, stderr string, err error
 	root.SetErr(&errOut)
 	root.SetArgs(args)
 	err = root.ExecuteContext(t.Context())
-	t.Logf("fleetfit %s\n%s%s", strings.Join(args, " "), out.String(), errOut.String())
+	t.Logf("fleetfit %s\n%s%s(error: %v)", strings.Join(args, " "), out.String(), errOut.String(), err)
 	return out.String(), errOut.String(), err
 }
 
