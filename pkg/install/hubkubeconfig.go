@@ -21,7 +21,7 @@ import (
 // HubKubeconfig is the kubeconfig an agent uses to reach the hub, made
 // self-contained so that it works from a Secret inside the managed cluster.
 type HubKubeconfig struct {
-	// Path is the file it was read from.
+	// Path names it in messages: the file it was read from.
 	Path string
 	// Raw is the kubeconfig with only its current context, and every
 	// certificate, key and token file's content inlined.
@@ -33,8 +33,8 @@ type HubKubeconfig struct {
 	// cannot be read offline.
 	User   string
 	Groups []string
-	// NotAfter is when the client certificate expires.
-	NotAfter time.Time
+	// NotBefore and NotAfter are when the client certificate is valid.
+	NotBefore, NotAfter time.Time
 }
 
 // LoadHubKubeconfig reads the kubeconfig at path and makes it
@@ -42,11 +42,26 @@ type HubKubeconfig struct {
 // current context, refers to files that cannot be read, or authenticates in
 // a way a pod cannot (exec plugins, auth providers).
 func LoadHubKubeconfig(path string) (*HubKubeconfig, error) {
-	wrap := func(err error) error { return fmt.Errorf("hub kubeconfig %s: %w", path, err) }
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
-		return nil, wrap(err)
+		return nil, fmt.Errorf("hub kubeconfig %s: %w", path, err)
 	}
+	return hubKubeconfig(cfg, path)
+}
+
+// ParseHubKubeconfig is LoadHubKubeconfig for a kubeconfig in memory, named
+// name in errors and warnings; file references are relative to the current
+// directory.
+func ParseHubKubeconfig(raw []byte, name string) (*HubKubeconfig, error) {
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		return nil, fmt.Errorf("hub kubeconfig %s: %w", name, err)
+	}
+	return hubKubeconfig(cfg, name)
+}
+
+func hubKubeconfig(cfg *clientcmdapi.Config, path string) (*HubKubeconfig, error) {
+	wrap := func(err error) error { return fmt.Errorf("hub kubeconfig %s: %w", path, err) }
 	if cfg.CurrentContext == "" {
 		return nil, wrap(errors.New("no current-context: the agent uses the current context"))
 	}
@@ -94,7 +109,8 @@ func LoadHubKubeconfig(path string) (*HubKubeconfig, error) {
 		if err != nil {
 			return nil, wrap(fmt.Errorf("reading its client certificate: %w", err))
 		}
-		h.User, h.Groups, h.NotAfter = cert.Subject.CommonName, slices.Clone(cert.Subject.Organization), cert.NotAfter
+		h.User, h.Groups = cert.Subject.CommonName, slices.Clone(cert.Subject.Organization)
+		h.NotBefore, h.NotAfter = cert.NotBefore, cert.NotAfter
 	}
 	return h, nil
 }
@@ -117,6 +133,15 @@ func (h *HubKubeconfig) Warnings(cluster string, now time.Time) []string {
 		w = append(w, fmt.Sprintf("%s points at %s, a loopback address: inside the managed cluster's pods that is the pod itself, not the hub", h.Path, h.Server))
 	}
 	return w
+}
+
+// Fresh says whether the client certificate has more than a fifth of its
+// lifetime left at now, which is when a kubelet renews its own.
+func (h *HubKubeconfig) Fresh(now time.Time) bool {
+	if h.NotAfter.IsZero() || now.Before(h.NotBefore) {
+		return false
+	}
+	return h.NotAfter.Sub(now) > h.NotAfter.Sub(h.NotBefore)/5
 }
 
 func leafCertificate(data []byte) (*x509.Certificate, error) {

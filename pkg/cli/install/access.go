@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +28,40 @@ import (
 type AgentAccessOptions struct {
 	Flags       *clientopts.Flags
 	ClusterName string
+	// AgentKubeconfig, when set, is where to write a hub kubeconfig issued
+	// for the agent, as Issue says.
+	AgentKubeconfig string
+	Issue           IssueFlags
 	ApplyFlags
+}
+
+// IssueFlags tune the hub kubeconfig issued for an agent.
+type IssueFlags struct {
+	CertificateValidity time.Duration
+	HubServer           string
+}
+
+func (f *IssueFlags) addFlags(fs *pflag.FlagSet, when string) {
+	fs.DurationVar(&f.CertificateValidity, "certificate-validity", 0, when+"how long the certificate issued for the agent is valid (at least 10m; default: the hub signer's, usually a year)")
+	fs.StringVar(&f.HubServer, "hub-server", "", when+"the hub's API server address as the managed cluster's pods reach it, written into the agent's kubeconfig (default: the hub kubeconfig's)")
+}
+
+// Validate checks the flags.
+func (f IssueFlags) Validate() error {
+	var errs []error
+	if f.CertificateValidity != 0 && f.CertificateValidity < minCertificateValidity {
+		errs = append(errs, fmt.Errorf("--certificate-validity must be at least %v, not %v", minCertificateValidity, f.CertificateValidity))
+	}
+	if f.HubServer != "" {
+		if u, err := url.Parse(f.HubServer); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--hub-server %q is not an https:// URL", f.HubServer))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f IssueFlags) options() install.IssueOptions {
+	return install.IssueOptions{Validity: f.CertificateValidity, Server: f.HubServer}
 }
 
 func newAgentAccessCommand(flags *clientopts.Flags) *cobra.Command {
@@ -38,14 +75,26 @@ system:fleetfit:agent:<cluster> in the cluster's namespace only, and the right t
 own ManagedCluster and patch its status (deploy/agent). An agent can never write another
 cluster's inventory or scores.
 
+With --agent-kubeconfig, it also issues the agent its identity: a client certificate for
+system:fleetfit:agent:<cluster> from the hub's kubernetes.io/kube-apiserver-client signer
+(the one OCM's registration uses for its own agents), approved here, written with the
+hub's address and CA into a kubeconfig for 'fleetfit install agent --hub-kubeconfig'.
+
 Run it once per managed cluster with the hub's admin credentials, after OCM accepted the
 cluster (its namespace on the hub must exist), or let 'fleetfit install agent' run it with
 --hub-admin-kubeconfig.`,
-		Example: `  fleetfit install agent-access --cluster-name cluster1 --kubeconfig hub-admin.kubeconfig`,
-		Args:    cobra.NoArgs,
-		RunE:    runE(o),
+		Example: `  # Grant the access and issue the agent's hub kubeconfig
+  fleetfit install agent-access --cluster-name cluster1 --kubeconfig hub.kubeconfig \
+    --agent-kubeconfig cluster1-agent-hub.kubeconfig
+
+  # Grant the access to an identity the agent already has
+  fleetfit install agent-access --cluster-name cluster1 --context hub-admin`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
 	}
 	c.Flags().StringVar(&o.ClusterName, "cluster-name", "", "the managed cluster's name on the hub")
+	c.Flags().StringVar(&o.AgentKubeconfig, "agent-kubeconfig", "", "write a hub kubeconfig with a certificate issued for the agent's identity to this new file")
+	o.Issue.addFlags(c.Flags(), "with --agent-kubeconfig: ")
 	o.addFlags(c.Flags())
 	return c
 }
@@ -55,8 +104,21 @@ func (o *AgentAccessOptions) Complete() error { return nil }
 
 // Validate checks the flags.
 func (o *AgentAccessOptions) Validate() error {
-	return validateClusterNameFlag(o.ClusterName)
+	errs := []error{validateClusterNameFlag(o.ClusterName)}
+	if o.AgentKubeconfig != "" {
+		if _, err := os.Lstat(o.AgentKubeconfig); err == nil {
+			errs = append(errs, fmt.Errorf("--agent-kubeconfig %s exists: choose a new file, credentials are not overwritten", o.AgentKubeconfig))
+		}
+		if o.DryRun {
+			errs = append(errs, errors.New("--agent-kubeconfig issues a certificate, which a --dry-run cannot"))
+		}
+	}
+	errs = append(errs, o.Issue.Validate())
+	return errors.Join(errs...)
 }
+
+// minCertificateValidity is the least a CertificateSigningRequest may ask.
+const minCertificateValidity = 10 * time.Minute
 
 // Run checks that the cluster is known to the hub and applies the agent's
 // hub RBAC.
@@ -82,7 +144,53 @@ func (o *AgentAccessOptions) run(ctx context.Context, cfg *rest.Config, out, err
 	if err != nil {
 		return err
 	}
-	return applyObjects(ctx, out, a, objs, o.ApplyFlags)
+	if err := applyObjects(ctx, out, a, objs, o.ApplyFlags); err != nil {
+		return err
+	}
+	if o.AgentKubeconfig == "" {
+		return nil
+	}
+	issued, h, err := issueAgentKubeconfig(ctx, cfg, out, errOut, o.ClusterName, o.Issue)
+	if err != nil {
+		return err
+	}
+	// O_EXCL: never overwrite credentials, also when the file appeared
+	// since Validate.
+	f, err := os.OpenFile(o.AgentKubeconfig, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing the agent's hub kubeconfig: %w", err)
+	}
+	if _, err := f.Write(issued.Raw); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the agent's hub kubeconfig: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing the agent's hub kubeconfig: %w", err)
+	}
+	fmt.Fprintf(errOut, "Wrote %s: the hub kubeconfig of %s, valid until %s. On the managed cluster %s, run:\n  fleetfit install agent --cluster-name %s --hub-kubeconfig %s --kubeconfig <%s's kubeconfig>\n",
+		o.AgentKubeconfig, h.User, issued.NotAfter.UTC().Format(time.RFC3339), o.ClusterName, o.ClusterName, o.AgentKubeconfig, o.ClusterName)
+	return nil
+}
+
+// issueAgentKubeconfig issues the agent of cluster a hub kubeconfig,
+// reports the approved request as kubectl would, and warns of what may keep
+// the agent from using it.
+func issueAgentKubeconfig(ctx context.Context, cfg *rest.Config, out, errOut io.Writer, cluster string, f IssueFlags) (*install.AgentKubeconfig, *install.HubKubeconfig, error) {
+	issued, err := install.IssueAgentKubeconfig(ctx, cfg, cluster, f.options())
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(out, "certificatesigningrequest.certificates.k8s.io/%s approved\n", issued.Request)
+	h, err := install.ParseHubKubeconfig(issued.Raw, "the hub kubeconfig issued for the agent")
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings := h.Warnings(cluster, time.Now())
+	if f.HubServer == "" && len(warnings) > 0 {
+		warnings = append(warnings, "pass --hub-server with the hub's address as the managed cluster's pods reach it")
+	}
+	warn(errOut, warnings...)
+	return issued, h, nil
 }
 
 // checkClusterOnHub fails when the cluster's namespace, where the agent's

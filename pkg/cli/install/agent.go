@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
 	"github.com/fleetfit/fleetfit/manifests"
@@ -24,6 +28,9 @@ type AgentOptions struct {
 	HubKubeconfig      string
 	HubAdminKubeconfig string
 	Image              string
+	// Issue tunes the hub kubeconfig issued for the agent when there is no
+	// --hub-kubeconfig.
+	Issue IssueFlags
 	ApplyFlags
 
 	hub    *install.HubKubeconfig
@@ -45,11 +52,15 @@ system:fleetfit:agent:<cluster> (a client certificate with that common name, for
 it is stored with its certificates inlined, and must reach the hub from inside the managed
 cluster. That identity needs RBAC on the hub, which takes the hub's admin rights: with
 --hub-admin-kubeconfig it is applied here, otherwise run 'fleetfit install agent-access' on
-the hub.
+the hub. With --hub-admin-kubeconfig and no --hub-kubeconfig, the agent's identity is issued
+here too, as 'fleetfit install agent-access --agent-kubeconfig' issues it.
 
 The image is the one built from the repository's Dockerfile; by default it is this
 version's, published as ` + install.ImageRepository + `:<version>.`,
-		Example: `  # The hub side too, with the hub's admin credentials
+		Example: `  # Everything at once with the hub's admin credentials: the agent's identity, its hub RBAC
+  fleetfit install agent --kubeconfig cluster1.kubeconfig --cluster-name cluster1 --hub-admin-kubeconfig hub.kubeconfig
+
+  # The hub side too, for an identity the agent already has
   fleetfit install agent --kubeconfig cluster1.kubeconfig --cluster-name cluster1 \
     --hub-kubeconfig cluster1-agent-hub.kubeconfig --hub-admin-kubeconfig hub.kubeconfig
 
@@ -62,6 +73,7 @@ version's, published as ` + install.ImageRepository + `:<version>.`,
 	c.Flags().StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig the agent uses to reach the hub, as system:fleetfit:agent:<cluster>; its current context is used")
 	c.Flags().StringVar(&o.HubAdminKubeconfig, "hub-admin-kubeconfig", "", "kubeconfig with admin rights on the hub, to grant the agent's identity its RBAC there (as 'fleetfit install agent-access')")
 	c.Flags().StringVar(&o.Image, "image", o.Image, "fleetfit's container image, built from the repository's Dockerfile")
+	o.Issue.addFlags(c.Flags(), "without --hub-kubeconfig: ")
 	o.addFlags(c.Flags())
 	return c
 }
@@ -86,13 +98,21 @@ func (o *AgentOptions) Validate() error {
 	if err := install.ValidateImage(o.Image); err != nil {
 		errs = append(errs, fmt.Errorf("--image: %w", err))
 	}
-	if o.HubKubeconfig == "" {
-		errs = append(errs, errors.New("--hub-kubeconfig is required: the agent's kubeconfig for the hub"))
-	} else if hub, err := install.LoadHubKubeconfig(o.HubKubeconfig); err != nil {
-		errs = append(errs, fmt.Errorf("--hub-kubeconfig: %w", err))
-	} else {
-		o.hub = hub
+	switch {
+	case o.HubKubeconfig == "" && o.HubAdminKubeconfig == "":
+		errs = append(errs, errors.New("--hub-kubeconfig is required: the agent's kubeconfig for the hub (or --hub-admin-kubeconfig, to issue one)"))
+	case o.HubKubeconfig == "" && o.DryRun:
+		errs = append(errs, errors.New("--dry-run needs --hub-kubeconfig: a dry run issues no certificate"))
+	case o.HubKubeconfig == "":
+		// Issued in Run.
+	default:
+		if hub, err := install.LoadHubKubeconfig(o.HubKubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--hub-kubeconfig: %w", err))
+		} else {
+			o.hub = hub
+		}
 	}
+	errs = append(errs, o.Issue.Validate())
 	if o.HubAdminKubeconfig != "" {
 		if _, err := os.Stat(o.HubAdminKubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--hub-admin-kubeconfig: %w", err))
@@ -109,15 +129,13 @@ func (o *AgentOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	objs, err := install.AgentObjects(install.AgentOptions{ClusterName: o.ClusterName, Image: o.Image, HubKubeconfig: o.hub.Raw})
-	if err != nil {
-		return err
-	}
 	cfg, err := o.Flags.RESTConfig()
 	if err != nil {
 		return err
 	}
-	warn(errOut, o.hub.Warnings(o.ClusterName, time.Now())...)
+	if o.hub != nil {
+		warn(errOut, o.hub.Warnings(o.ClusterName, time.Now())...)
+	}
 
 	// The hub first: should it refuse, the managed cluster is left as it was.
 	if o.access != nil {
@@ -125,14 +143,23 @@ func (o *AgentOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("--hub-admin-kubeconfig: %w", err)
 		}
-		if !sameServer(hubCfg.Host, o.hub.Server) {
+		if o.hub != nil && !sameServer(hubCfg.Host, o.hub.Server) {
 			warn(errOut, fmt.Sprintf("--hub-kubeconfig points at %s but --hub-admin-kubeconfig at %s: are they the same hub?", o.hub.Server, hubCfg.Host))
 		}
 		fmt.Fprintf(out, "On the hub (%s):\n", hubCfg.Host)
 		if err := o.access.run(ctx, hubCfg, out, errOut); err != nil {
 			return err
 		}
+		if o.hub == nil {
+			if o.hub, err = o.agentIdentity(ctx, cfg, hubCfg, out, errOut); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(out, "On the managed cluster %s (%s):\n", o.ClusterName, cfg.Host)
+	}
+	objs, err := install.AgentObjects(install.AgentOptions{ClusterName: o.ClusterName, Image: o.Image, HubKubeconfig: o.hub.Raw})
+	if err != nil {
+		return err
 	}
 	a, err := install.NewApplier(cfg)
 	if err != nil {
@@ -148,6 +175,34 @@ func (o *AgentOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 		fmt.Fprintln(errOut, accessHint(o.ClusterName))
 	}
 	return nil
+}
+
+// agentIdentity returns the hub kubeconfig the agent already has in the
+// managed cluster when it is its own, for this hub, and fresh, so that
+// installing again changes nothing; otherwise it issues a new one.
+func (o *AgentOptions) agentIdentity(ctx context.Context, spokeCfg, hubCfg *rest.Config, out, errOut io.Writer) (*install.HubKubeconfig, error) {
+	kube, err := kubernetes.NewForConfig(spokeCfg)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := kube.CoreV1().Secrets(deployagent.Namespace).Get(ctx, deployagent.HubKubeconfigSecret, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading the agent's hub kubeconfig in the managed cluster: %w", err)
+	}
+	if err == nil {
+		name := fmt.Sprintf("in Secret %s/%s", deployagent.Namespace, deployagent.HubKubeconfigSecret)
+		h, err := install.ParseHubKubeconfig(secret.Data[deployagent.HubKubeconfigSecretKey], name)
+		server := o.Issue.HubServer
+		if server == "" {
+			server = hubCfg.Host
+		}
+		if err == nil && h.User == deployagent.AgentUser(o.ClusterName) && sameServer(h.Server, server) && h.Fresh(time.Now()) {
+			fmt.Fprintf(errOut, "Keeping the agent's hub kubeconfig %s: its certificate is valid until %s.\n", name, h.NotAfter.UTC().Format(time.RFC3339))
+			return h, nil
+		}
+	}
+	_, h, err := issueAgentKubeconfig(ctx, hubCfg, out, errOut, o.ClusterName, o.Issue)
+	return h, err
 }
 
 func sameServer(a, b string) bool {
