@@ -14,6 +14,8 @@ TEST_FLAGS  ?= -race -count=1
 # Integration suites start real control planes; give them room on a 2-core machine.
 INTEGRATION_TIMEOUT ?= 30m
 E2E_TIMEOUT ?= 20m
+# Where make demo writes its kubeconfigs and pid file.
+DEMO_DIR    ?= _demo
 
 # Kubernetes and etcd for tests, the demo and end-to-end runs, built from
 # Go modules (test/tools) — never downloaded as binaries.
@@ -122,7 +124,7 @@ test-unit: ## Run unit tests.
 	$(GO_TEST) $(TEST_FLAGS) ./cmd/... ./pkg/... ./manifests/...
 
 .PHONY: test-integration
-test-integration: tools ## Run integration tests against real kube-apiserver and etcd processes.
+test-integration: build tools ## Run integration tests against real kube-apiserver and etcd processes (the demo's with bin/fleetfit-hub and -agent).
 	FLEETFIT_BIN_DIR=$(BIN) $(GO_TEST) $(TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
 
 .PHONY: test-e2e
@@ -140,8 +142,16 @@ bench-e2e: tools ## Time fleetfit-hub and OCM's placement controller on a real h
 ##@ Demo
 
 .PHONY: demo
-demo: tools ## Start a local fleet (a hub and two spokes on loopback) and keep it running until Ctrl-C.
-	FLEETFIT_BIN_DIR=$(BIN) go run ./test/demo/fleetfit-demo
+demo: build tools ## Start a local fleet (a hub, three managed clusters with kwok nodes, agents) with fleetfit placing EMCO's example; runs until Ctrl-C or make demo-down.
+	FLEETFIT_BIN_DIR=$(BIN) go run ./test/demo/fleetfit-demo -dir $(DEMO_DIR)
+
+.PHONY: demo-down
+demo-down: ## Stop the fleet that make demo runs (from another terminal) and wait until it is gone.
+	@pid=$$(cat $(DEMO_DIR)/demo.pid 2>/dev/null) || { echo "no demo is running ($(DEMO_DIR)/demo.pid not found)"; exit 0; }; \
+	if ! kill -TERM "$$pid" 2>/dev/null; then echo "demo process $$pid is gone"; rm -f $(DEMO_DIR)/demo.pid; exit 0; fi; \
+	echo "stopping the demo (process $$pid)..."; \
+	for i in $$(seq 120); do kill -0 "$$pid" 2>/dev/null || { echo "demo stopped"; exit 0; }; sleep 0.5; done; \
+	echo "demo process $$pid still runs after 60s"; exit 1
 
 .PHONY: clean
 clean: ## Remove built binaries.

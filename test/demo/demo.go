@@ -1,224 +1,290 @@
-// Package demo runs fleetfit's local demo fleet: a hub and managed clusters,
-// each a real kube-apiserver and etcd on loopback, with OCM's and fleetfit's
-// APIs installed, the clusters registered, an example Placement and
-// HPAIntent (EMCO's fwall) applied, and fleetfit-hub scheduling the
-// Placement — ready to look at with kubectl.
+// Package demo runs fleetfit's local demo fleet (`make demo`): a hub and three managed
+// clusters, each a real etcd and kube-apiserver on loopback. Every managed cluster runs
+// kube-controller-manager, kube-scheduler, kwok (which plays kubelet for nodes with GPUs, AVX-512
+// and QuickAssist, some of them nearly full), OCM's work agent and fleetfit-agent; the hub runs
+// fleetfit-hub. The demo applies EMCO's HPA usage example and two more HPAIntents, waits until
+// fleetfit-hub has placed them and their pods run, shows the result with the fleetfit CLI and
+// leaves the fleet running for kubectl and bin/fleetfit until it is stopped.
 package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/kubernetes"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
-	hubcmd "github.com/fleetfit/fleetfit/pkg/cmd/hub"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
-// Namespace holds the demo's Placement and HPAIntent on the hub.
-const Namespace = "demo"
-
 // Options configure the demo.
 type Options struct {
-	// Dir receives one kubeconfig per cluster.
+	// Dir receives a kubeconfig per cluster (hub.kubeconfig, cluster1.kubeconfig, ...), removed
+	// again when the demo stops.
 	Dir string
-	// Spokes is the number of managed clusters.
-	Spokes int
+	// SettleTimeout bounds each wait for the fleet: for the agents' first reports, for the
+	// decisions and for the delivered pods to run. Zero means DefaultSettleTimeout.
+	SettleTimeout time.Duration
 }
 
-// Run starts the fleet, prints how to reach it, calls ready (when not nil),
-// and keeps the fleet up until ctx ends; then everything is stopped and
-// removed.
+// DefaultSettleTimeout is generous: a 2-core machine runs some twenty processes here.
+const DefaultSettleTimeout = 3 * time.Minute
+
+// agentMinInterval lets the agents report a change within a second.
+const agentMinInterval = time.Second
+
+// Run starts the fleet, applies the examples, waits until they are placed and their pods
+// run, prints what happened and how to reach the clusters, calls ready (when not nil) and
+// keeps the fleet up until ctx ends; then every process is stopped and every file removed.
+// When the examples do not settle in time it says so and goes on, so that the fleet can be
+// looked at; it returns an error only when the fleet cannot be started.
 func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fleet)) error {
-	fmt.Fprintf(out, "Starting a hub and %d managed clusters (kube-apiserver + etcd each, on loopback)...\n", o.Spokes)
-	fleet, err := framework.StartFleet(ctx, o.Spokes, framework.Options{})
+	if o.SettleTimeout <= 0 {
+		o.SettleTimeout = DefaultSettleTimeout
+	}
+	con := newConsole(out)
+	layout := Layout()
+	examples := Examples()
+
+	con.step("Starting a hub and %d managed clusters (etcd and kube-apiserver each, on loopback)", len(layout))
+	fleet, err := framework.StartFleet(ctx, len(layout), framework.Options{ServiceAccountAdmission: true})
 	if err != nil {
 		return err
 	}
-	defer fleet.Stop()
-	if err := fleet.RegisterSpokes(ctx); err != nil {
+	defer func() {
+		con.step("Stopping the fleet: every process, then its files")
+		fleet.Stop()
+		con.step("Stopped")
+	}()
+	if err := registerClusters(ctx, fleet); err != nil {
 		return err
 	}
-	if err := applyExamples(ctx, fleet); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tROLE\tSERVER\tKUBECONFIG")
-	for i, cp := range append([]*framework.ControlPlane{fleet.Hub}, fleet.Spokes...) {
-		role := "managed cluster"
-		if i == 0 {
-			role = "hub"
+	kubeconfigs, err := writeKubeconfigs(fleet, o.Dir)
+	defer func() {
+		for _, path := range kubeconfigs {
+			_ = os.Remove(path)
 		}
-		path := filepath.Join(o.Dir, cp.Name+".kubeconfig")
-		raw, err := framework.Kubeconfig(cp.AdminConfig(), cp.Name)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, raw, 0o600); err != nil {
-			return err
-		}
-		defer os.Remove(path)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cp.Name, role, cp.URL(), path)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if err := startAgents(ctx, out, fleet); err != nil {
-		return err
-	}
-	decided, err := startHub(ctx, out, fleet, filepath.Join(o.Dir, "hub.kubeconfig"))
+	}()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, `
-On the hub: ManagedClusters %s, the Placement %s/fwall and the HPAIntent %s/fwall
-(EMCO's firewall example). Each managed cluster has nodes (cluster1 a GPU node, the others
-CPU nodes) and a fleetfit agent reporting them; fleetfit-hub runs and has scheduled the
-Placement by the intent's requirements: %s.
-Look around with kubectl, for example:
 
-  kubectl --kubeconfig %s get managedclusters,placements,placementdecisions,hpaintents -A
+	var wg sync.WaitGroup
+	errs := make([]error, len(layout))
+	for i := range layout {
+		wg.Go(func() { errs[i] = startCluster(ctx, con, fleet, fleet.Spokes[i], layout[i], o.SettleTimeout) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := waitReports(ctx, fleet, layout, o.SettleTimeout); err != nil {
+		return err
+	}
+	con.step("The agents have reported every cluster's nodes and pods to the hub")
 
-Press Ctrl-C to stop; every process and file of the fleet is removed.
-`, clusterNames(fleet), Namespace, Namespace, decided, filepath.Join(o.Dir, "hub.kubeconfig"))
+	hub, err := framework.StartHubProcess(ctx, fleet.Hub)
+	if err != nil {
+		return err
+	}
+	con.step("fleetfit-hub started (explain, dry-run and metrics on https://%s)", hub.Addr())
+	if err := applyExamples(ctx, fleet, examples); err != nil {
+		return err
+	}
+	con.step("Applied EMCO's usage example (HPAIntents fwall, analytics) and training, inference, each with its Placement, in namespace %s", Namespace)
+
+	decided, err := waitDecided(ctx, fleet, examples, o.SettleTimeout)
+	if err != nil {
+		con.step("Not all placements were decided: %v", err)
+	} else {
+		con.step("fleetfit-hub decided: %s", decided)
+		if err := waitPodsRunning(ctx, fleet, examples, o.SettleTimeout); err != nil {
+			con.step("Not all delivered pods run: %v", err)
+		} else {
+			con.step("Every delivered pod is Running")
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+
+	hubKubeconfig := kubeconfigs[0]
+	con.fleetfit(ctx, hubKubeconfig, "get", "clusters")
+	con.fleetfit(ctx, hubKubeconfig, "get", "placements", "-A")
+	con.fleetfit(ctx, hubKubeconfig, "explain", "placement", ut.FwallName, "-n", Namespace)
+	if err := printPods(ctx, con, fleet, layout); err != nil {
+		con.step("Listing the delivered pods: %v", err)
+	}
+	if err := printAccess(con, fleet, kubeconfigs); err != nil {
+		return err
+	}
 	if ready != nil {
 		ready(fleet)
 	}
 	<-ctx.Done()
-	fmt.Fprintln(out, "Stopping the fleet...")
 	return nil
 }
 
-func clusterNames(f *framework.Fleet) string {
-	s := ""
-	for i := range f.Spokes {
-		if i > 0 {
-			s += ", "
-		}
-		s += framework.SpokeName(i)
+// registerClusters makes the spokes managed clusters of the hub — accepted, joined and
+// available, as OCM's registration would leave them — in the cluster set "default", bound to
+// the demo's namespace.
+func registerClusters(ctx context.Context, f *framework.Fleet) error {
+	if err := f.RegisterSpokes(ctx); err != nil {
+		return err
 	}
-	return s
-}
-
-// applyExamples creates the demo namespace, binds the default cluster set to
-// it, and applies a Placement and the fwall HPAIntent.
-func applyExamples(ctx context.Context, f *framework.Fleet) error {
-	cfg := f.Hub.AdminConfig()
+	clusters := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig())
+	for i := range f.Spokes {
+		mc, err := clusters.ClusterV1().ManagedClusters().Get(ctx, framework.SpokeName(i), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, t := range []string{clusterv1.ManagedClusterConditionHubAccepted, clusterv1.ManagedClusterConditionJoined, clusterv1.ManagedClusterConditionAvailable} {
+			meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Demo", Message: "set by the fleetfit demo"})
+		}
+		if _, err := clusters.ClusterV1().ManagedClusters().UpdateStatus(ctx, mc, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("setting the status of ManagedCluster %s: %w", mc.Name, err)
+		}
+	}
 	if _, err := f.Hub.AdminClient().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	clusters := clusterclient.NewForConfigOrDie(cfg)
-	set := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if _, err := clusters.ClusterV1beta2().ManagedClusterSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
+	if _, err := clusters.ClusterV1beta2().ManagedClusterSets().Create(ctx, ut.MakeExclusiveClusterSet("default"), metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	binding := &clusterv1beta2.ManagedClusterSetBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: Namespace},
-		Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"},
-	}
-	if _, err := clusters.ClusterV1beta2().ManagedClusterSetBindings(Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	placement := &clusterv1beta1.Placement{
-		ObjectMeta: metav1.ObjectMeta{Name: ut.FwallName, Namespace: Namespace},
-		Spec:       clusterv1beta1.PlacementSpec{NumberOfClusters: ptr.To[int32](1)},
-	}
-	if _, err := clusters.ClusterV1beta1().Placements(Namespace).Create(ctx, placement, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	intent := ut.FwallHPAIntent(Namespace).Obj()
-	_, err := fleetfitclient.NewForConfigOrDie(cfg).FleetfitV1alpha1().HPAIntents(Namespace).Create(ctx, intent, metav1.CreateOptions{})
+	_, err := clusters.ClusterV1beta2().ManagedClusterSetBindings(Namespace).Create(ctx, ut.MakeClusterSetBinding(Namespace, "default"), metav1.CreateOptions{})
 	return err
 }
 
-// startHub runs fleetfit-hub in-process against the demo hub until ctx ends, and waits until
-// it has scheduled the demo Placement; it returns the decided clusters.
-func startHub(ctx context.Context, out io.Writer, f *framework.Fleet, kubeconfig string) (string, error) {
-	fmt.Fprintln(out, "Starting fleetfit-hub...")
-	o := hubcmd.NewOptions()
-	o.Kubeconfig = kubeconfig
-	o.LeaderElect = false
-	o.Serving.SecureServing.BindPort = 0
-	go func() {
-		if err := o.Run(ctx); err != nil {
-			fmt.Fprintf(out, "fleetfit-hub stopped: %v\n", err)
-		}
-	}()
-	clusters := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig())
-	var decided []string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := clusters.ClusterV1beta1().PlacementDecisions(Namespace).Get(ctx, ut.FwallName+"-decision-1", metav1.GetOptions{})
+// writeKubeconfigs writes an admin kubeconfig per cluster into dir, the hub's first, and
+// returns their paths, also those written before an error.
+func writeKubeconfigs(f *framework.Fleet, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, cp := range append([]*framework.ControlPlane{f.Hub}, f.Spokes...) {
+		raw, err := framework.Kubeconfig(cp.AdminConfig(), cp.Name)
 		if err != nil {
-			return false, nil
+			return paths, err
 		}
-		decided = decided[:0]
-		for _, cd := range d.Status.Decisions {
-			decided = append(decided, cd.ClusterName)
+		path := filepath.Join(dir, cp.Name+".kubeconfig")
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			return paths, err
 		}
-		return len(decided) > 0, nil
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// startCluster makes a spoke run pods, creates its nodes and the pods already running there,
+// and starts OCM's work agent and fleetfit-agent for it.
+func startCluster(ctx context.Context, con *console, f *framework.Fleet, spoke *framework.ControlPlane, l ClusterLayout, timeout time.Duration) error {
+	if _, err := framework.StartPodRuntime(ctx, spoke); err != nil {
+		return err
+	}
+	con.step("%s: kube-controller-manager, kube-scheduler and kwok started", l.Name)
+	client := spoke.AdminClient()
+	var names []string
+	for _, n := range l.Nodes {
+		if _, err := framework.CreateKwokNode(ctx, client, n); err != nil {
+			return err
+		}
+		names = append(names, n.Name+" ("+nodeHardware(n)+")")
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, n := range l.Nodes {
+			got, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil || framework.NodeSchedulable(got) != nil {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("waiting for fleetfit-hub to schedule %s/%s: %w", Namespace, ut.FwallName, err)
+		return fmt.Errorf("%s: waiting for its nodes to be Ready: %w", l.Name, err)
 	}
-	return strings.Join(decided, ", "), nil
+	con.step("%s: nodes Ready: %s", l.Name, strings.Join(names, ", "))
+	if err := createPods(ctx, client, l.Pods, timeout); err != nil {
+		return fmt.Errorf("%s: %w", l.Name, err)
+	}
+	if err := framework.ApplyAgentRBAC(ctx, f.Hub, spoke, l.Name); err != nil {
+		return err
+	}
+	if _, err := framework.StartOCMWorkAgent(ctx, f.Hub, spoke, l.Name); err != nil {
+		return err
+	}
+	if _, err := framework.StartAgentProcess(ctx, f.Hub, spoke, l.Name, agentMinInterval); err != nil {
+		return err
+	}
+	con.step("%s: OCM's work agent and fleetfit-agent started", l.Name)
+	return nil
 }
 
-// demoNodes are the nodes of each managed cluster: the first has an A100 GPU node, the others
-// CPU nodes with and without AVX-512.
-func demoNodes(i int) []*corev1.Node {
-	if i == 0 {
-		return []*corev1.Node{
-			ut.MakeNode("gpu-a100-0").Resource("cpu", "32").Resource("memory", "128Gi").Resource("nvidia.com/gpu", "4").
-				Label("nvidia.com/gpu.product", "A100").Label("feature.node.kubernetes.io/cpu-cpuid.AVX512F", "true").Obj(),
-			ut.MakeNode("cpu-0").Resource("cpu", "8").Resource("memory", "32Gi").Obj(),
-		}
+// createPods creates the pods already running on a cluster, in PodNamespace. The namespace's
+// default ServiceAccount, which the ServiceAccount admission requires, comes from the
+// controller manager a moment after the namespace.
+func createPods(ctx context.Context, client kubernetes.Interface, pods []*corev1.Pod, timeout time.Duration) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: PodNamespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
 	}
-	return []*corev1.Node{
-		ut.MakeNode("cpu-avx512-0").Resource("cpu", "16").Resource("memory", "64Gi").
-			Label("feature.node.kubernetes.io/cpu-cpuid.AVX512F", "true").Obj(),
-		ut.MakeNode("cpu-1").Resource("cpu", "16").Resource("memory", "64Gi").Obj(),
-	}
-}
-
-// startAgents creates the demo nodes and runs a fleetfit agent per managed cluster until ctx
-// ends.
-func startAgents(ctx context.Context, out io.Writer, f *framework.Fleet) error {
-	fmt.Fprintln(out, "Creating nodes and starting a fleetfit agent on each managed cluster...")
-	for i, spoke := range f.Spokes {
-		for _, n := range demoNodes(i) {
-			if err := framework.CreateNode(ctx, spoke.AdminClient(), n); err != nil {
-				return err
-			}
-		}
-		if err := framework.ApplyAgentRBAC(ctx, f.Hub, spoke, framework.SpokeName(i)); err != nil {
-			return err
-		}
-		done, err := framework.StartAgent(ctx, f.Hub, spoke, framework.SpokeName(i), time.Second)
+	for _, p := range pods {
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			_, last = client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+			return last == nil || apierrors.IsAlreadyExists(last), nil
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("creating pod %s/%s: %w (last: %v)", p.Namespace, p.Name, err, last)
 		}
-		go func() {
-			if err := <-done; err != nil {
-				fmt.Fprintf(out, "fleetfit-agent of %s stopped: %v\n", framework.SpokeName(i), err)
+	}
+	return nil
+}
+
+// waitReports waits until every cluster's ClusterInventory on the hub shows all its nodes
+// Ready and the cpu its pods request.
+func waitReports(ctx context.Context, f *framework.Fleet, layout []ClusterLayout, timeout time.Duration) error {
+	invs := fleetfitclient.NewForConfigOrDie(f.Hub.AdminConfig()).FleetfitV1alpha1()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = nil
+		for _, l := range layout {
+			inv, err := invs.ClusterInventories(l.Name).Get(ctx, l.Name, metav1.GetOptions{})
+			if err != nil {
+				last = err
+				return false, nil
 			}
-		}()
+			if got, want := inv.Status.ReadyNodeCount, int32(len(l.Nodes)); got != want {
+				last = fmt.Errorf("%s reports %d Ready nodes, not %d yet", l.Name, got, want)
+				return false, nil
+			}
+			want := requestedCPU(l.Pods)
+			for _, r := range inv.Status.Resources {
+				if r.Name == corev1.ResourceCPU && r.Requested.Cmp(want) != 0 {
+					last = fmt.Errorf("%s reports %s cpu requested, not %s yet", l.Name, r.Requested.String(), want.String())
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the agents' reports: %w (last: %v)", err, last)
 	}
 	return nil
 }

@@ -1,0 +1,140 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/test/framework"
+)
+
+// applyExamples creates the examples' Placements and HPAIntents on the hub.
+func applyExamples(ctx context.Context, f *framework.Fleet, examples []Example) error {
+	clusters := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig()).ClusterV1beta1()
+	intents := fleetfitclient.NewForConfigOrDie(f.Hub.AdminConfig()).FleetfitV1alpha1()
+	for _, e := range examples {
+		if _, err := clusters.Placements(Namespace).Create(ctx, e.Placement, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Placement %s: %w", e.Placement.Name, err)
+		}
+		if _, err := intents.HPAIntents(Namespace).Create(ctx, e.Intent, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating HPAIntent %s: %w", e.Intent.Name, err)
+		}
+	}
+	return nil
+}
+
+// Decided returns the clusters the Placement name of the demo's namespace has decided, from
+// its PlacementDecisions on the hub.
+func Decided(ctx context.Context, f *framework.Fleet, name string) ([]string, error) {
+	decisions, err := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig()).ClusterV1beta1().PlacementDecisions(Namespace).List(ctx,
+		metav1.ListOptions{LabelSelector: "cluster.open-cluster-management.io/placement=" + name})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range decisions.Items {
+		for _, cd := range d.Status.Decisions {
+			out = append(out, cd.ClusterName)
+		}
+	}
+	return out, nil
+}
+
+// waitDecided waits until every example's Placement has its cluster, and returns them as
+// "fwall → cluster2, ...". When it gives up, it says why with the intents' Scheduled message.
+func waitDecided(ctx context.Context, f *framework.Fleet, examples []Example, timeout time.Duration) (string, error) {
+	intents := fleetfitclient.NewForConfigOrDie(f.Hub.AdminConfig()).FleetfitV1alpha1().HPAIntents(Namespace)
+	var summary []string
+	var pending []string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		summary, pending = summary[:0], pending[:0]
+		for _, e := range examples {
+			clusters, err := Decided(ctx, f, e.Placement.Name)
+			if err != nil || len(clusters) == 0 {
+				pending = append(pending, e.Placement.Name)
+				continue
+			}
+			summary = append(summary, e.Placement.Name+" → "+strings.Join(clusters, ","))
+		}
+		return len(pending) == 0, nil
+	})
+	if err == nil {
+		return strings.Join(summary, ", "), nil
+	}
+	var why []string
+	for _, name := range pending {
+		msg := "no status yet"
+		for _, e := range examples {
+			if e.Placement.Name != name {
+				continue
+			}
+			if in, err := intents.Get(context.WithoutCancel(ctx), e.Intent.Name, metav1.GetOptions{}); err == nil {
+				if c := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionScheduled); c != nil {
+					msg = c.Message
+				}
+			}
+		}
+		why = append(why, fmt.Sprintf("%s: %s", name, msg))
+	}
+	return "", fmt.Errorf("%w; undecided: %s", err, strings.Join(why, "; "))
+}
+
+// waitPodsRunning waits until each cluster runs, Ready, as many pods in the demo's namespace
+// as the examples decided there have replicas.
+func waitPodsRunning(ctx context.Context, f *framework.Fleet, examples []Example, timeout time.Duration) error {
+	want := map[string]int{}
+	for _, e := range examples {
+		clusters, err := Decided(ctx, f, e.Placement.Name)
+		if err != nil {
+			return err
+		}
+		for _, c := range clusters {
+			want[c] += int(e.Replicas)
+		}
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = nil
+		for i, spoke := range f.Spokes {
+			name := framework.SpokeName(i)
+			pods, err := spoke.AdminClient().CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				last = err
+				return false, nil
+			}
+			running := 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && podReady(&p) {
+					running++
+				}
+			}
+			if running != want[name] || len(pods.Items) != want[name] {
+				last = fmt.Errorf("%s runs %d of %d pods (%d exist)", name, running, want[name], len(pods.Items))
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
