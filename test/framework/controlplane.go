@@ -2,11 +2,16 @@
 // integration and end-to-end tests and for the local demo: for each one an
 // etcd and a kube-apiserver process on free loopback ports, with a private CA,
 // an admin identity and as many restricted identities as a test needs.
+// Around them it runs, as processes too (Component), what a test needs: OCM's
+// placement controller and work agent, kube-controller-manager, kube-scheduler
+// and kwok to run pods on simulated nodes (StartPodRuntime), and fleetfit's
+// own hub and agent.
 //
-// The binaries come from `make tools`, which builds them from Go modules.
-// Every process is killed and every directory removed when the control plane
-// is stopped, when the test binary receives SIGINT or SIGTERM (see Main), and
-// — through the kernel's parent-death signal — when the test binary dies.
+// The binaries come from `make tools`, which builds them from Go modules, and
+// `make build` for fleetfit's. Every process is killed and every directory
+// removed when the control plane is stopped, when the test binary receives
+// SIGINT or SIGTERM (see Main), and — through the kernel's parent-death
+// signal — when the test binary dies.
 package framework
 
 import (
