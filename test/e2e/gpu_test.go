@@ -38,7 +38,7 @@ const (
 
 // gpuNode is a GPU node as GPU feature discovery and the device plugin leave it: the model
 // as a label, the GPUs as an extended resource, and a taint that keeps other pods away.
-func gpuNode(name, product string, gpus string) *corev1.Node {
+func gpuNode(name, product, gpus string) *corev1.Node {
 	return ut.MakeNode(name).Resource("cpu", "16").Resource("memory", "64Gi").Resource(gpu, gpus).
 		Label(gpuProduct, product).Taint(string(gpu), "present", corev1.TaintEffectNoSchedule).Obj()
 }
