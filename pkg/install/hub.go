@@ -115,5 +115,5 @@ func setArg(deployment *unstructured.Unstructured, container, flag, value string
 		containers[i] = c
 		return unstructured.SetNestedSlice(deployment.Object, containers, "spec", "template", "spec", "containers")
 	}
-	return fmt.Errorf("Deployment %s has no container %s", deployment.GetName(), container)
+	return fmt.Errorf("deployment %s has no container %s", deployment.GetName(), container)
 }

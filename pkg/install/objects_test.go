@@ -120,8 +120,8 @@ func TestAgentObjects(t *testing.T) {
 	want := []string{
 		"Namespace /fleetfit-agent",
 		"ServiceAccount fleetfit-agent/fleetfit-agent",
-		"ClusterRole /fleetfit:agent",
-		"ClusterRoleBinding /fleetfit:agent",
+		"ClusterRole /fleetfit:spoke:agent",
+		"ClusterRoleBinding /fleetfit:spoke:agent",
 		"Secret fleetfit-agent/" + deployagent.HubKubeconfigSecret,
 		"Deployment fleetfit-agent/fleetfit-agent",
 	}

@@ -12,9 +12,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
@@ -33,8 +35,8 @@ import (
 var agentObjectRefs = []string{
 	"namespace/fleetfit-agent",
 	"serviceaccount/fleetfit-agent",
-	"clusterrole.rbac.authorization.k8s.io/fleetfit:agent",
-	"clusterrolebinding.rbac.authorization.k8s.io/fleetfit:agent",
+	"clusterrole.rbac.authorization.k8s.io/fleetfit:spoke:agent",
+	"clusterrolebinding.rbac.authorization.k8s.io/fleetfit:spoke:agent",
 	"secret/fleetfit-hub-kubeconfig",
 	"deployment.apps/fleetfit-agent",
 }
@@ -167,7 +169,7 @@ current-context: hub
 
 		notFound := map[string]error{}
 		_, notFound["spoke namespace"] = fleet.Spokes[0].AdminClient().CoreV1().Namespaces().Get(ctx, deployagent.Namespace, metav1.GetOptions{})
-		_, notFound["spoke clusterrole"] = fleet.Spokes[0].AdminClient().RbacV1().ClusterRoles().Get(ctx, "fleetfit:agent", metav1.GetOptions{})
+		_, notFound["spoke clusterrole"] = fleet.Spokes[0].AdminClient().RbacV1().ClusterRoles().Get(ctx, "fleetfit:spoke:agent", metav1.GetOptions{})
 		_, notFound["hub clusterrole"] = fleet.Hub.AdminClient().RbacV1().ClusterRoles().Get(ctx, "fleetfit:agent", metav1.GetOptions{})
 		_, notFound["hub rolebinding"] = fleet.Hub.AdminClient().RbacV1().RoleBindings(cluster1).Get(ctx, "fleetfit:agent", metav1.GetOptions{})
 		for what, err := range notFound {
@@ -379,6 +381,47 @@ current-context: hub
 			return err
 		})
 	})
+
+	t.Run("on a hub that manages itself", func(t *testing.T) {
+		// The agent's roles on the hub and in its own cluster are then on
+		// the same API server, and must not replace each other.
+		const local = "local-cluster"
+		hubKube := fleet.Hub.AdminClient()
+		if _, err := hubKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: local}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runFleetfit(t, "install", "agent", "--kubeconfig", hubAdmin, "--cluster-name", local,
+			"--hub-kubeconfig", agentHub(local), "--hub-admin-kubeconfig", hubAdmin, "--image", image); err != nil {
+			t.Fatal(err)
+		}
+		sa := []string{"system:serviceaccount:" + deployagent.Namespace + ":fleetfit-agent", "system:serviceaccounts"}
+		for name, tc := range map[string]struct {
+			user  []string
+			attrs authorizationv1.ResourceAttributes
+		}{
+			"reads nodes": {sa, authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}},
+			"reads pods":  {sa, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "pods"}},
+			"reports": {[]string{deployagent.AgentUser(local)}, authorizationv1.ResourceAttributes{
+				Verb: "create", Group: "fleetfit.io", Resource: "clusterinventories", Namespace: local}},
+			"scores": {[]string{deployagent.AgentUser(local)}, authorizationv1.ResourceAttributes{
+				Verb: "update", Group: "cluster.open-cluster-management.io", Resource: "addonplacementscores", Subresource: "status", Name: "fleetfit-resources", Namespace: local}},
+		} {
+			if !allowed(t, hubKube, tc.user[0], tc.user[1:], tc.attrs) {
+				t.Errorf("%s: %s may not %+v", name, tc.user[0], tc.attrs)
+			}
+		}
+	})
+}
+
+// allowed asks the API server whether user in groups may do attrs.
+func allowed(t *testing.T, kube kubernetes.Interface, user string, groups []string, attrs authorizationv1.ResourceAttributes) bool {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs}}
+	got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Status.Allowed
 }
 
 // runAgentAsDeployed runs the fleetfit-agent command in-process as the
