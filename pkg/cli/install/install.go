@@ -29,13 +29,16 @@ func NewCommand(flags *clientopts.Flags) *cobra.Command {
 		Short: "Install fleetfit on a hub or a managed cluster",
 		Long: `Install fleetfit on an Open Cluster Management hub and its managed clusters.
 
-Everything is applied with server-side apply (field manager "fleetfit"), so running an
-install again changes nothing, and running a newer version's updates in place. Each
-applied object is printed as kubectl prints it.
+Everything is applied with server-side apply (field manager "fleetfit"): running an install
+again changes nothing, and a newer version updates in place. Each applied object is
+printed as kubectl prints it.
 
-  1. On the hub:                 fleetfit install hub
-  2. On the hub, per cluster:    fleetfit install agent-access --cluster-name NAME
-  3. On each managed cluster:    fleetfit install agent --cluster-name NAME --hub-kubeconfig FILE
+  1. On the hub:               fleetfit install hub
+  2. On each managed cluster:  fleetfit install agent --cluster-name NAME --hub-admin-kubeconfig HUB
+     or, when the hub's admin is someone else, first on the hub
+                               fleetfit install agent-access --cluster-name NAME --agent-kubeconfig FILE
+     then on the managed cluster
+                               fleetfit install agent --cluster-name NAME --hub-kubeconfig FILE
 
 The cluster each command works on is chosen with --kubeconfig and --context, as with kubectl.`,
 	}
