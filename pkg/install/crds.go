@@ -6,10 +6,13 @@ package install
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,4 +85,64 @@ func WaitForCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.
 		}
 	}
 	return nil
+}
+
+// ocmGroupSuffix marks Open Cluster Management's API groups.
+const ocmGroupSuffix = "open-cluster-management.io"
+
+// KeptCRD is an OCM CRD that OCM installed on the cluster, which fleetfit
+// leaves as it is.
+type KeptCRD struct {
+	Name string
+	// Managers are the field managers that wrote it, sorted.
+	Managers []string
+}
+
+// String is a kubectl-like report line.
+func (k KeptCRD) String() string {
+	line := "customresourcedefinition.apiextensions.k8s.io/" + k.Name + " unchanged (OCM's own"
+	if len(k.Managers) > 0 {
+		line += ", managed by " + strings.Join(quoteAll(k.Managers), ", ")
+	}
+	return line + ")"
+}
+
+// WithoutOCMsOwn drops from crds the Open Cluster Management CRDs that
+// exist on the cluster and that fleetfit never wrote: OCM's cluster manager
+// or klusterlet installed them and keeps them at its own version, which
+// fleetfit's copies must not replace. fleetfit's own CRDs, OCM's that are
+// missing, and those fleetfit installed before are returned to be applied.
+func WithoutOCMsOwn(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) (apply []*apiextensionsv1.CustomResourceDefinition, kept []KeptCRD, err error) {
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, crd := range crds {
+		if !strings.HasSuffix(crd.Spec.Group, ocmGroupSuffix) {
+			apply = append(apply, crd)
+			continue
+		}
+		got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			apply = append(apply, crd)
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading CRD %s: %w", crd.Name, err)
+		}
+		var managers []string
+		for _, f := range got.ManagedFields {
+			if f.Subresource == "" { // not the API server's status
+				managers = append(managers, f.Manager)
+			}
+		}
+		slices.Sort(managers)
+		managers = slices.Compact(managers)
+		if slices.Contains(managers, FieldManager) {
+			apply = append(apply, crd)
+			continue
+		}
+		kept = append(kept, KeptCRD{Name: crd.Name, Managers: managers})
+	}
+	return apply, kept, nil
 }

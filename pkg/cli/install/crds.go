@@ -27,6 +27,11 @@ func newCRDsCommand(flags *clientopts.Flags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "crds",
 		Short: "Apply the CustomResourceDefinitions a hub (--side hub) or a managed cluster (--side spoke) needs",
+		Long: `Apply the CustomResourceDefinitions a hub (--side hub) or a managed cluster (--side spoke) needs,
+and wait until they are served: on a hub, OCM's hub APIs (ManagedCluster, ManagedClusterSet and
+its bindings, Placement, PlacementDecision, AddOnPlacementScore, ManifestWork,
+ManifestWorkReplicaSet) and fleetfit's; on a managed cluster, ClusterClaim and
+AppliedManifestWork. OCM's CRDs that OCM itself installed are left at OCM's version.`,
 		Example: `  # On the hub: OCM's hub APIs (ManagedCluster, Placement, ManifestWork, ...) and fleetfit's
   fleetfit install crds --side hub --kubeconfig hub.kubeconfig`,
 		Args: cobra.NoArgs,

@@ -99,9 +99,16 @@ func applyObjects(ctx context.Context, out io.Writer, a *install.Applier, objs [
 	return err
 }
 
-// applyCRDs applies CRDs and, unless it is a dry run, waits until they are
-// served.
+// applyCRDs applies CRDs, except OCM's where OCM installed them, and, unless
+// it is a dry run, waits until they are served.
 func applyCRDs(ctx context.Context, out io.Writer, cfg *rest.Config, a *install.Applier, crds []*apiextensionsv1.CustomResourceDefinition, f ApplyFlags) error {
+	crds, kept, err := install.WithoutOCMsOwn(ctx, cfg, crds)
+	if err != nil {
+		return err
+	}
+	for _, k := range kept {
+		fmt.Fprintln(out, k)
+	}
 	objs, err := install.CRDObjects(crds)
 	if err != nil {
 		return err

@@ -8,12 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/cli"
 	"github.com/fleetfit/fleetfit/pkg/cmd/hub"
+	"github.com/fleetfit/fleetfit/pkg/install"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
@@ -21,9 +26,11 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 // TestInstallCRDs installs the hub CRDs on a bare control plane with the
 // CLI, as a user would, and checks that the hub then finds every API it
-// needs — and that before, it said how to fix their absence.
+// needs — and that before, it said how to fix their absence. An OCM CRD that
+// OCM installed is left as it is.
 func TestInstallCRDs(t *testing.T) {
-	cp, err := framework.StartControlPlane(t.Context(), "bare-hub", framework.Options{})
+	ctx := t.Context()
+	cp, err := framework.StartControlPlane(ctx, "bare-hub", framework.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,18 +43,50 @@ func TestInstallCRDs(t *testing.T) {
 		t.Fatalf("before install: got %v, want an error that says to run `fleetfit install crds --side hub`", err)
 	}
 
-	out, _, err := runFleetfit(t, "install", "crds", "--side", "hub", "--kubeconfig", kubeconfig)
-	if err != nil {
-		t.Fatalf("fleetfit install crds: %v", err)
-	}
+	// OCM's cluster manager installed its ManagedCluster CRD, of another
+	// version than fleetfit's copy.
 	crds, err := manifests.HubCRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
+	const ocmCRD = "managedclusters.cluster.open-cluster-management.io"
+	crdClient := apiextensionsclient.NewForConfigOrDie(cp.AdminConfig()).ApiextensionsV1().CustomResourceDefinitions()
 	for _, crd := range crds {
-		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+crd.Name+" serverside-applied\n") {
-			t.Errorf("output does not report %s applied:\n%s", crd.Name, out)
+		if crd.Name == ocmCRD {
+			crd = crd.DeepCopy()
+			crd.Labels = map[string]string{"installed-by": "ocm"}
+			if _, err := crdClient.Create(ctx, crd, metav1.CreateOptions{FieldManager: "cluster-manager"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := install.WaitForCRDs(ctx, cp.AdminConfig(), []*apiextensionsv1.CustomResourceDefinition{crd}); err != nil {
+				t.Fatal(err)
+			}
 		}
+	}
+	before, err := crdClient.Get(ctx, ocmCRD, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, _, err := runFleetfit(t, "install", "crds", "--side", "hub", "--kubeconfig", kubeconfig)
+	if err != nil {
+		t.Fatalf("fleetfit install crds: %v", err)
+	}
+	want := []string{"customresourcedefinition.apiextensions.k8s.io/" + ocmCRD + ` unchanged (OCM's own, managed by "cluster-manager")`}
+	for _, crd := range crds {
+		if crd.Name != ocmCRD {
+			want = append(want, "customresourcedefinition.apiextensions.k8s.io/"+crd.Name+" serverside-applied")
+		}
+	}
+	if diff := cmp.Diff(want, lines(out)); diff != "" {
+		t.Errorf("output (-want,+got):\n%s", diff)
+	}
+	after, err := crdClient.Get(ctx, ocmCRD, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion || after.Labels["installed-by"] != "ocm" {
+		t.Errorf("OCM's CRD %s was changed: resourceVersion %s, then %s; labels %v", ocmCRD, before.ResourceVersion, after.ResourceVersion, after.Labels)
 	}
 	// Discovery is cached per client; use a fresh one.
 	dc = discovery.NewDiscoveryClientForConfigOrDie(cp.AdminConfig())
