@@ -143,7 +143,8 @@ bench-e2e: tools ## Time fleetfit-hub and OCM's placement controller on a real h
 
 .PHONY: demo
 demo: build tools ## Start a local fleet (a hub, three managed clusters with kwok nodes, agents) with fleetfit placing EMCO's example; runs until Ctrl-C or make demo-down.
-	FLEETFIT_BIN_DIR=$(BIN) go run ./test/demo/fleetfit-demo -dir $(DEMO_DIR)
+	CGO_ENABLED=0 go build -o $(BIN)/fleetfit-demo ./test/demo/fleetfit-demo
+	FLEETFIT_BIN_DIR=$(BIN) $(BIN)/fleetfit-demo -dir $(DEMO_DIR)
 
 .PHONY: demo-down
 demo-down: ## Stop the fleet that make demo runs (from another terminal) and wait until it is gone.
