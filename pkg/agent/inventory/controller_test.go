@@ -23,6 +23,7 @@ import (
 
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
 const waitTimeout = 30 * time.Second
@@ -116,17 +117,28 @@ func TestMinIntervalCoalesces(t *testing.T) {
 	}
 
 	// Nothing changes on the spoke, but the score must be renewed before it
-	// expires; the unchanged inventory is not written again. The inventory
-	// step runs before the score step, so once the renewed score is seen,
-	// the inventory step of that sync has decided.
+	// expires, and the inventory's observedAt moved on so that the hub does not
+	// take it for stale: the unchanged inventory is written again, with its
+	// revision kept. The inventory step runs before the score step, so once the
+	// renewed score is seen, the inventory step of that sync has decided.
 	clock.Step(DefaultScoreValidity / 2)
 	wantValidUntil := clock.Now().Add(DefaultScoreValidity)
 	poll(t, "the renewed score", func() bool {
 		s, err := hubCluster.ClusterV1alpha1().AddOnPlacementScores(cluster).Get(ctx, ScoreName, metav1.GetOptions{})
 		return err == nil && s.Status.ValidUntil != nil && s.Status.ValidUntil.Time.Equal(wantValidUntil)
 	})
-	if got := writes.Load(); got != 2 {
-		t.Errorf("inventory writes after a sync without changes: %d, want 2", got)
+	if got := writes.Load(); got != 3 {
+		t.Errorf("inventory writes after a heartbeat: %d, want 3", got)
+	}
+	inv, err = hub.FleetfitV1alpha1().ClusterInventories(cluster).Get(ctx, cluster, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inv.Status.ObservedAt.Time.Equal(clock.Now()) || inv.Status.Revision != 2 {
+		t.Errorf("after a heartbeat: observedAt %v, revision %d; want %v, 2", inv.Status.ObservedAt.Time, inv.Status.Revision, clock.Now())
+	}
+	if age := clock.Now().Sub(inv.Status.ObservedAt.Time); age >= framework.InventoryStaleAfter {
+		t.Errorf("the inventory is %v old, which the hub takes for stale", age)
 	}
 
 	// An inventory deleted on the hub is written again at the next renewal,

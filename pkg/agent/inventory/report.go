@@ -30,10 +30,15 @@ type inventoryWriter struct {
 	// inventory that someone deleted or edited on the hub.
 	lastAt time.Time
 	reread time.Duration
+	// heartbeat is how old observedAt may get before an unchanged report is written again:
+	// the hub takes an inventory older than framework.InventoryStaleAfter for a silent agent
+	// and stops placing hardware requirements on the cluster. With a sync at least every
+	// ScoreValidity/2, a heartbeat of ScoreValidity/4 keeps observedAt within ScoreValidity/2.
+	heartbeat time.Duration
 }
 
 func newInventoryWriter(client fleetfitclient.Interface, opts Options) *inventoryWriter {
-	return &inventoryWriter{client: client, cluster: opts.ClusterName, version: version.Get().String(), reread: opts.ScoreValidity / 2}
+	return &inventoryWriter{client: client, cluster: opts.ClusterName, version: version.Get().String(), reread: opts.ScoreValidity / 2, heartbeat: opts.ScoreValidity / 4}
 }
 
 func (w *inventoryWriter) name() string { return "ClusterInventory" }
@@ -48,15 +53,19 @@ func (w *inventoryWriter) sync(ctx context.Context, st *syncState) error {
 		}
 		w.last, w.lastAt = cur, st.now
 	}
-	if sameContent(&w.last.Status, want) {
+	same := sameContent(&w.last.Status, want)
+	if same && st.now.Sub(w.last.Status.ObservedAt.Time) < w.heartbeat {
 		st.inventory = w.last
 		return nil
 	}
 	next := w.last.DeepCopy()
 	next.Status = *want
-	// Revision counts from what the hub holds, so it keeps increasing across
-	// agent restarts.
-	next.Status.Revision = w.last.Status.Revision + 1
+	// Revision counts content changes from what the hub holds, so it keeps increasing across
+	// agent restarts; a heartbeat only moves observedAt.
+	next.Status.Revision = w.last.Status.Revision
+	if !same {
+		next.Status.Revision++
+	}
 	next.Status.ObservedAt = metav1.NewTime(st.now)
 	updated, err := w.client.FleetfitV1alpha1().ClusterInventories(w.cluster).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
