@@ -1,8 +1,12 @@
 package apis
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -277,27 +282,50 @@ func createNamespace(t *testing.T, prefix string) string {
 // as a user would (YAML, integers as EMCO writes them) and checks that both
 // Go validation and the API server accept them.
 func TestExampleIntentsAreAccepted(t *testing.T) {
-	ns := createNamespace(t, "examples")
 	paths, err := filepath.Glob("../../../deploy/examples/*.yaml")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples found (%v)", err)
 	}
-	intents := fleetfitclient.NewForConfigOrDie(fleet.Hub.AdminConfig()).FleetfitV1alpha1().HPAIntents(ns)
+	client := fleetfitclient.NewForConfigOrDie(fleet.Hub.AdminConfig()).FleetfitV1alpha1()
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
+			ns := createNamespace(t, "examples")
+			intents := client.HPAIntents(ns)
 			raw, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			intent := &v1alpha1.HPAIntent{}
-			if err := yaml.UnmarshalStrict(raw, intent); err != nil {
-				t.Fatalf("decoding: %v", err)
+			// An example file may hold other objects too (a fleet file does): check every
+			// HPAIntent of it.
+			reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+			found := 0
+			for {
+				doc, err := reader.Read()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var meta metav1.TypeMeta
+				if err := yaml.Unmarshal(doc, &meta); err != nil || meta.Kind != "HPAIntent" {
+					continue
+				}
+				found++
+				intent := &v1alpha1.HPAIntent{}
+				if err := yaml.UnmarshalStrict(doc, intent); err != nil {
+					t.Fatalf("decoding: %v", err)
+				}
+				intent.Namespace = ns
+				if errs := validation.ValidateHPAIntent(intent); len(errs) > 0 {
+					t.Errorf("Go validation of %s: %v", intent.Name, errs.ToAggregate())
+				}
+				if _, err := intents.Create(t.Context(), intent, metav1.CreateOptions{}); err != nil {
+					t.Errorf("API server, %s: %v", intent.Name, err)
+				}
 			}
-			if errs := validation.ValidateHPAIntent(intent); len(errs) > 0 {
-				t.Errorf("Go validation: %v", errs.ToAggregate())
-			}
-			if _, err := intents.Create(t.Context(), intent, metav1.CreateOptions{}); err != nil {
-				t.Errorf("API server: %v", err)
+			if found == 0 {
+				t.Errorf("%s holds no HPAIntent", path)
 			}
 		})
 	}
