@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -11,9 +12,19 @@ import (
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 )
 
-// FromHub lists, across all namespaces, what the hub's scheduler reads. It needs read access
-// to those objects, nothing more.
-func FromHub(ctx context.Context, cfg *rest.Config) (*Fleet, error) {
+// Kinds a fleet read from the hub may be limited to.
+const (
+	KindManagedClusters    = "ManagedClusters"
+	KindClusterInventories = "ClusterInventories"
+	KindPlacements         = "Placements"
+	KindDecisions          = "PlacementDecisions"
+	KindIntents            = "HPAIntents"
+)
+
+// FromHub lists, across all namespaces, what the hub's scheduler reads — or only the kinds
+// named (Kind...), for a command that shows part of it. It needs read access to those
+// objects, nothing more.
+func FromHub(ctx context.Context, cfg *rest.Config, only ...string) (*Fleet, error) {
 	clusters, err := clusterclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -28,7 +39,7 @@ func FromHub(ctx context.Context, cfg *rest.Config) (*Fleet, error) {
 		what string
 		list func() error
 	}{
-		{"ManagedClusters", func() error {
+		{KindManagedClusters, func() error {
 			l, err := clusters.ClusterV1().ManagedClusters().List(ctx, all)
 			if err != nil {
 				return err
@@ -68,7 +79,7 @@ func FromHub(ctx context.Context, cfg *rest.Config) (*Fleet, error) {
 			}
 			return nil
 		}},
-		{"Placements", func() error {
+		{KindPlacements, func() error {
 			l, err := clusters.ClusterV1beta1().Placements("").List(ctx, all)
 			if err != nil {
 				return err
@@ -78,7 +89,7 @@ func FromHub(ctx context.Context, cfg *rest.Config) (*Fleet, error) {
 			}
 			return nil
 		}},
-		{"PlacementDecisions", func() error {
+		{KindDecisions, func() error {
 			l, err := clusters.ClusterV1beta1().PlacementDecisions("").List(ctx, all)
 			if err != nil {
 				return err
@@ -88,7 +99,7 @@ func FromHub(ctx context.Context, cfg *rest.Config) (*Fleet, error) {
 			}
 			return nil
 		}},
-		{"ClusterInventories", func() error {
+		{KindClusterInventories, func() error {
 			l, err := ff.FleetfitV1alpha1().ClusterInventories("").List(ctx, all)
 			if err != nil {
 				return err
@@ -98,7 +109,7 @@ func FromHub(ctx context.Context, cfg *rest.Config) (*Fleet, error) {
 			}
 			return nil
 		}},
-		{"HPAIntents", func() error {
+		{KindIntents, func() error {
 			l, err := ff.FleetfitV1alpha1().HPAIntents("").List(ctx, all)
 			if err != nil {
 				return err
@@ -110,6 +121,9 @@ func FromHub(ctx context.Context, cfg *rest.Config) (*Fleet, error) {
 		}},
 	}
 	for _, s := range steps {
+		if len(only) > 0 && !slices.Contains(only, s.what) {
+			continue
+		}
 		if err := s.list(); err != nil {
 			return nil, fmt.Errorf("listing %s on the hub %s: %w", s.what, cfg.Host, err)
 		}

@@ -73,7 +73,7 @@ age of the inventory. Free amounts count only schedulable nodes.`,
 
 // Run prints the clusters.
 func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
-	fleet, err := loadFleet(ctx, o.Flags, o.Files, o.Now())
+	fleet, err := loadFleet(ctx, o.Flags, o.Files, o.Now(), simulate.KindManagedClusters, simulate.KindClusterInventories)
 	if err != nil {
 		return err
 	}
@@ -233,14 +233,14 @@ func labels(l map[string]string) string {
 	return output.Or(strings.Join(parts, ","), "<none>")
 }
 
-// loadFleet reads the fleet from files when given, else from the hub.
-func loadFleet(ctx context.Context, flags *clientopts.Flags, files []string, now time.Time) (*simulate.Fleet, error) {
+// loadFleet reads the fleet from files when given, else the kinds named from the hub.
+func loadFleet(ctx context.Context, flags *clientopts.Flags, files []string, now time.Time, kinds ...string) (*simulate.Fleet, error) {
 	if len(files) == 0 {
 		cfg, err := flags.RESTConfig()
 		if err != nil {
 			return nil, err
 		}
-		return simulate.FromHub(ctx, cfg)
+		return simulate.FromHub(ctx, cfg, kinds...)
 	}
 	return simulate.ReadFiles(files, now)
 }

@@ -63,7 +63,7 @@ func (o *PlacementsOptions) Run(ctx context.Context, w io.Writer) error {
 			return err
 		}
 	}
-	fleet, err := loadFleet(ctx, o.Flags, o.Files, o.Now())
+	fleet, err := loadFleet(ctx, o.Flags, o.Files, o.Now(), simulate.KindPlacements, simulate.KindDecisions, simulate.KindIntents)
 	if err != nil {
 		return err
 	}
