@@ -59,19 +59,30 @@ func startComponent(ctx context.Context, spec componentSpec) (*Component, error)
 	if err != nil {
 		return nil, err
 	}
+	c, err := retryOnPortLoss(ctx, func() (*Component, error) { return startComponentOnce(ctx, bin, spec) })
+	if err != nil {
+		return nil, fmt.Errorf("starting %s against %s: %w", spec.name, spec.home.Name, err)
+	}
+	return c, nil
+}
+
+// retryOnPortLoss calls start up to startAttempts times while it fails
+// because a port handed out by freePort was taken by another program in the
+// meantime; any other error is final. The errors of all attempts are joined.
+func retryOnPortLoss[T any](ctx context.Context, start func() (T, error)) (T, error) {
 	var errs []error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
-		c, err := startComponentOnce(ctx, bin, spec)
+		v, err := start()
 		if err == nil {
-			return c, nil
+			return v, nil
 		}
 		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
-		// Only a lost race for a port is worth another attempt.
 		if !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, fmt.Errorf("starting %s against %s: %w", spec.name, spec.home.Name, errors.Join(errs...))
+	var zero T
+	return zero, errors.Join(errs...)
 }
 
 func startComponentOnce(ctx context.Context, bin string, spec componentSpec) (c *Component, err error) {
@@ -155,21 +166,25 @@ func healthz(url string) func(ctx context.Context, addr string) error {
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true},
 	}
 	return func(ctx context.Context, addr string) error {
-		u := strings.ReplaceAll(url, "%s", addr)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s answered %s", u, resp.Status)
-		}
-		return nil
+		return getOK(ctx, client, strings.ReplaceAll(url, "%s", addr))
 	}
+}
+
+// getOK GETs url and returns nil when it answers 200.
+func getOK(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	return nil
 }
 
 // Name is the component's name, as in its log file and errors.

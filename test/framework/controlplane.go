@@ -20,7 +20,6 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -31,7 +30,6 @@ import (
 
 	"github.com/openshift/library-go/pkg/crypto"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -108,19 +106,11 @@ type Options struct {
 // StartControlPlane starts etcd and kube-apiserver and waits until the API
 // server is ready. The caller must Stop it.
 func StartControlPlane(ctx context.Context, name string, opts Options) (*ControlPlane, error) {
-	var errs []error
-	for attempt := 1; attempt <= startAttempts; attempt++ {
-		cp, err := startOnce(ctx, name, opts)
-		if err == nil {
-			return cp, nil
-		}
-		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
-		// Only a lost race for a port is worth another attempt.
-		if !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
-			break
-		}
+	cp, err := retryOnPortLoss(ctx, func() (*ControlPlane, error) { return startOnce(ctx, name, opts) })
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane %q: %w", name, err)
 	}
-	return nil, fmt.Errorf("starting control plane %q: %w", name, errors.Join(errs...))
+	return cp, nil
 }
 
 func startOnce(ctx context.Context, name string, opts Options) (cp *ControlPlane, err error) {
@@ -265,38 +255,7 @@ func (cp *ControlPlane) writeCredentials() error {
 // waitHTTP polls url until it answers 200, the process exits, or the start
 // timeout passes.
 func waitHTTP(ctx context.Context, p *process, client *http.Client, url string) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, StartTimeout, true, func(ctx context.Context) (bool, error) {
-		if done, werr := p.exited(); done {
-			return false, fmt.Errorf("%s exited: %v", p.name, werr)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			last = fmt.Errorf("%s answered %s", url, resp.Status)
-			return false, nil
-		}
-		return true, nil
-	})
-	if err == nil {
-		return nil
-	}
-	if last != nil {
-		err = fmt.Errorf("%w (last: %v)", err, last)
-	}
-	// A port lost to another program shows in the log, not in the error.
-	if strings.Contains(p.logTail(50), "address already in use") {
-		err = fmt.Errorf("%w: address already in use", err)
-	}
-	return err
+	return waitReady(ctx, p, func(ctx context.Context) error { return getOK(ctx, client, url) })
 }
 
 // URL is the API server's address.

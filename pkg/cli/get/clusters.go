@@ -22,11 +22,14 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/simulate"
 )
 
-// gpuResources are the device resources shown per model, with their model label.
-var gpuResources = []struct {
+// device is a device resource shown per model, with the node label naming the model.
+type device struct {
 	resource   corev1.ResourceName
 	modelLabel string
-}{
+}
+
+// gpuResources are the devices of the GPU column.
+var gpuResources = []device{
 	{"nvidia.com/gpu", "nvidia.com/gpu.product"},
 	{"amd.com/gpu", "amd.com/gpu.product"},
 	{"gpu.intel.com/i915", "gpu.intel.com/device-id"},
@@ -171,12 +174,7 @@ func gpus(st *fleetfitv1alpha1.ClusterInventoryStatus) string {
 
 // isDevice reports whether name is a device resource shown in the GPU column.
 func isDevice(name corev1.ResourceName) bool {
-	return slices.ContainsFunc(gpuResources, func(g struct {
-		resource   corev1.ResourceName
-		modelLabel string
-	}) bool {
-		return g.resource == name
-	})
+	return slices.ContainsFunc(gpuResources, func(d device) bool { return d.resource == name })
 }
 
 // features names the node features of the inventory: feature labels set to "true" (without
