@@ -102,18 +102,8 @@ func (o *PlacementsOptions) Run(ctx context.Context, w io.Writer) error {
 		if !wide && len(shown) > maxClusters {
 			shown = append(slices.Clone(shown[:maxClusters]), fmt.Sprintf("+%d", len(clusters)-maxClusters))
 		}
-		want := "all"
-		if p.Spec.NumberOfClusters != nil {
-			want = fmt.Sprint(*p.Spec.NumberOfClusters)
-		}
-		satisfied, reason, message := "Unknown", "-", ""
-		if c := meta.FindStatusCondition(p.Status.Conditions, clusterv1beta1.PlacementConditionSatisfied); c != nil {
-			satisfied, reason, message = string(c.Status), c.Reason, c.Message
-		}
-		if c := meta.FindStatusCondition(p.Status.Conditions, clusterv1beta1.PlacementConditionMisconfigured); c != nil && c.Status == "True" {
-			satisfied, reason, message = "False", c.Reason, c.Message
-		}
-		row := []string{p.Name, fmt.Sprintf("%d/%s", len(clusters), want), output.Or(strings.Join(shown, ","), "-"),
+		satisfied, reason, message := Satisfied(p)
+		row := []string{p.Name, Selected(p, len(clusters)), output.Or(strings.Join(shown, ","), "-"),
 			satisfied, reason, intentsOf(fleet, p), output.Age(p.CreationTimestamp.Time, now)}
 		if o.AllNamespaces {
 			row = append([]string{p.Namespace}, row...)
@@ -124,6 +114,29 @@ func (o *PlacementsOptions) Run(ctx context.Context, w io.Writer) error {
 		t.Row(row...)
 	}
 	return t.Flush()
+}
+
+// Selected prints how many clusters a placement selects of how many it wants, as "1/3" or
+// "4/all".
+func Selected(p *clusterv1beta1.Placement, selected int) string {
+	want := "all"
+	if p.Spec.NumberOfClusters != nil {
+		want = fmt.Sprint(*p.Spec.NumberOfClusters)
+	}
+	return fmt.Sprintf("%d/%s", selected, want)
+}
+
+// Satisfied is a placement's PlacementSatisfied condition as a table shows it, or False with
+// the Misconfigured reason when the placement is misconfigured.
+func Satisfied(p *clusterv1beta1.Placement) (status, reason, message string) {
+	status, reason = "Unknown", "-"
+	if c := meta.FindStatusCondition(p.Status.Conditions, clusterv1beta1.PlacementConditionSatisfied); c != nil {
+		status, reason, message = string(c.Status), c.Reason, c.Message
+	}
+	if c := meta.FindStatusCondition(p.Status.Conditions, clusterv1beta1.PlacementConditionMisconfigured); c != nil && c.Status == "True" {
+		status, reason, message = "False", c.Reason, c.Message
+	}
+	return status, reason, message
 }
 
 // decidedClusters are the clusters of each placement's PlacementDecisions, in name order.

@@ -18,6 +18,7 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/cli/explain"
+	"github.com/fleetfit/fleetfit/pkg/cli/get"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
 	"github.com/fleetfit/fleetfit/pkg/simulate"
 )
@@ -178,20 +179,14 @@ func (o *Options) print(w io.Writer, res *simulate.Result) error {
 				clusters = append(clusters, cd.ClusterName)
 			}
 		}
-		want := "all"
-		if n := r.Placement.Spec.NumberOfClusters; n != nil {
-			want = fmt.Sprint(*n)
+		satisfied, reason, message := get.Satisfied(r.Placement)
+		switch {
+		case r.Skipped != "":
+			satisfied, reason = "Unknown", "NotScheduled: "+r.Skipped
+		case reason == "Misconfigured":
+			reason += ": " + message
 		}
-		satisfied, reason := "Unknown", "-"
-		if r.Skipped != "" {
-			reason = "NotScheduled: " + r.Skipped
-		} else if c := meta.FindStatusCondition(r.Placement.Status.Conditions, clusterv1beta1.PlacementConditionSatisfied); c != nil {
-			satisfied, reason = string(c.Status), c.Reason
-			if c := meta.FindStatusCondition(r.Placement.Status.Conditions, clusterv1beta1.PlacementConditionMisconfigured); c != nil && c.Status == "True" {
-				satisfied, reason = "False", "Misconfigured: "+c.Message
-			}
-		}
-		t.Row(r.Key(), fmt.Sprintf("%d/%s", len(clusters), want), output.Or(strings.Join(clusters, ","), "-"), satisfied, reason)
+		t.Row(r.Key(), get.Selected(r.Placement, len(clusters)), output.Or(strings.Join(clusters, ","), "-"), satisfied, reason)
 	}
 	if err := t.Flush(); err != nil {
 		return err
