@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -412,27 +413,33 @@ func (c *Controller) scoreHandler() toolscache.ResourceEventHandler {
 }
 
 func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
+	upsert := func(inv *fleetfitv1alpha1.ClusterInventory) {
+		if !c.cache.UpsertInventory(inv) {
+			c.recorder.Eventf(inv, nil, corev1.EventTypeWarning, "IgnoredInventory", "Schedule",
+				"Only the ClusterInventory named %q describes cluster %s; this one is ignored (delete it)", inv.Namespace, inv.Namespace)
+			return
+		}
+		c.enqueueForClusters(inv.Namespace, c.usesInventory)
+	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if inv, ok := obj.(*fleetfitv1alpha1.ClusterInventory); ok {
-				c.cache.UpsertInventory(inv)
-				c.enqueueForClusters(inv.Namespace, c.usesInventory)
+				upsert(inv)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*fleetfitv1alpha1.ClusterInventory)
 			inv, ok2 := newObj.(*fleetfitv1alpha1.ClusterInventory)
 			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, inv.Status) {
-				c.cache.UpsertInventory(inv)
-				c.enqueueForClusters(inv.Namespace, c.usesInventory)
+				upsert(inv)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			if inv, ok := obj.(*fleetfitv1alpha1.ClusterInventory); ok {
-				c.cache.DeleteInventory(inv.Namespace)
+			if inv, ok := obj.(*fleetfitv1alpha1.ClusterInventory); ok && cache.InventoryName(inv) {
+				c.cache.DeleteInventory(inv)
 				c.enqueueForClusters(inv.Namespace, c.usesInventory)
 			}
 		},

@@ -43,6 +43,9 @@ type Cache struct {
 	// clusterIndex counts, per cluster and placement key, the decision objects holding it.
 	clusterIndex map[string]map[string]int
 
+	// staleAfter is how old an inventory may be and still describe its cluster.
+	staleAfter time.Duration
+
 	snap *framework.Snapshot
 }
 
@@ -65,7 +68,28 @@ func New() *Cache {
 		decided:      map[string][]string{},
 		byKey:        map[string]map[string]struct{}{},
 		clusterIndex: map[string]map[string]int{},
+		staleAfter:   framework.InventoryStaleAfter,
 	}
+}
+
+// SetInventoryStaleAfter sets how old a ClusterInventory may be and still describe its
+// cluster (framework.InventoryStaleAfter by default); call it before the first snapshot.
+func (c *Cache) SetInventoryStaleAfter(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d > 0 && d != c.staleAfter {
+		c.staleAfter = d
+		clear(c.infos)
+		c.changed()
+	}
+}
+
+// InventoryName reports whether a ClusterInventory is the one that describes a cluster: the
+// one named like its cluster, in the cluster's namespace. Any other object of the kind is
+// not the agent's and is ignored, so it can neither override nor, when deleted, remove the
+// agent's report.
+func InventoryName(inv *fleetfitv1alpha1.ClusterInventory) bool {
+	return inv.Name == inv.Namespace
 }
 
 func (c *Cache) changed() { c.snap = nil }
@@ -91,6 +115,7 @@ func (c *Cache) Snapshot() *framework.Snapshot {
 		if info == nil {
 			info = framework.NewClusterInfo(c.clusters[name], c.scores[name], c.inventories[name])
 			info.Reservations = c.reservations[name]
+			info.StaleAfter = c.staleAfter
 			c.infos[name] = info
 		}
 		in.Clusters = append(in.Clusters, info)
@@ -179,8 +204,12 @@ func (c *Cache) DeleteScore(namespace, name string) {
 	c.clusterInputChanged(namespace)
 }
 
-// UpsertInventory records a ClusterInventory (namespace = cluster name).
-func (c *Cache) UpsertInventory(inv *fleetfitv1alpha1.ClusterInventory) {
+// UpsertInventory records a cluster's ClusterInventory (namespace = name = cluster name). It
+// ignores any other ClusterInventory and returns false for it (see InventoryName).
+func (c *Cache) UpsertInventory(inv *fleetfitv1alpha1.ClusterInventory) bool {
+	if !InventoryName(inv) {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.inventories[inv.Namespace] = inv
@@ -196,6 +225,7 @@ func (c *Cache) UpsertInventory(inv *fleetfitv1alpha1.ClusterInventory) {
 		c.setReservations(inv.Namespace, kept)
 	}
 	c.clusterInputChanged(inv.Namespace)
+	return true
 }
 
 // Inventory returns the cached ClusterInventory of a cluster.
@@ -248,8 +278,12 @@ func (c *Cache) setReservations(cluster string, rs []framework.Reservation) {
 	c.reservations[cluster] = rs
 }
 
-// DeleteInventory forgets a ClusterInventory.
-func (c *Cache) DeleteInventory(namespace string) {
+// DeleteInventory forgets a cluster's ClusterInventory; other ClusterInventories are ignored.
+func (c *Cache) DeleteInventory(inv *fleetfitv1alpha1.ClusterInventory) {
+	if !InventoryName(inv) {
+		return
+	}
+	namespace := inv.Namespace
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.inventories, namespace)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -113,5 +114,48 @@ func TestReservations(t *testing.T) {
 	c.Reserve("a", "ns/r", nil, now.Add(2*time.Minute))
 	if rs := c.Snapshot().Cluster(0).Reservations; len(rs) != 0 {
 		t.Errorf("expired reservations kept: %+v", rs)
+	}
+}
+
+func TestOnlyTheClusterNamedInventoryCounts(t *testing.T) {
+	c := cache.New()
+	c.UpsertCluster(utiltesting.MakeCluster("a").Obj())
+	agent := &fleetfitv1alpha1.ClusterInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "a"}}
+	agent.Status.Revision = 1
+	stray := &fleetfitv1alpha1.ClusterInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "stray"}}
+	stray.Status.Revision = 99
+
+	if !c.UpsertInventory(agent) {
+		t.Fatal("the cluster's own inventory was ignored")
+	}
+	if c.UpsertInventory(stray) {
+		t.Error("a second ClusterInventory in the cluster namespace was accepted")
+	}
+	if got := c.Snapshot().Cluster(0).Inventory; got != agent {
+		t.Errorf("snapshot holds inventory %s/%s, want the agent's a/a", got.Namespace, got.Name)
+	}
+	c.DeleteInventory(stray)
+	if got := c.Snapshot().Cluster(0).Inventory; got != agent {
+		t.Errorf("deleting the stray inventory removed the agent's: snapshot holds %v", got)
+	}
+	c.DeleteInventory(agent)
+	if got := c.Snapshot().Cluster(0).Inventory; got != nil {
+		t.Errorf("deleting the agent's inventory left %s/%s", got.Namespace, got.Name)
+	}
+}
+
+func TestInventoryStaleAfterReachesTheSnapshot(t *testing.T) {
+	c := cache.New()
+	c.UpsertCluster(utiltesting.MakeCluster("a").Obj())
+	inv := &fleetfitv1alpha1.ClusterInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "a"}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	inv.Status.ObservedAt = metav1.NewTime(now.Add(-time.Minute))
+	c.UpsertInventory(inv)
+	if info := c.Snapshot().Cluster(0); !info.InventoryFresh(now) || info.InventoryStale(now) {
+		t.Fatalf("a minute-old inventory is not fresh with the default threshold %s", framework.InventoryStaleAfter)
+	}
+	c.SetInventoryStaleAfter(30 * time.Second)
+	if info := c.Snapshot().Cluster(0); info.InventoryFresh(now) || !info.InventoryStale(now) {
+		t.Error("a minute-old inventory is fresh with a 30s threshold")
 	}
 }

@@ -33,11 +33,14 @@ type ClusterInfo struct {
 	// Reservations are the capacity decisions promised on the cluster that its inventory does
 	// not show yet; use the active ones only (Reservation.Active).
 	Reservations []Reservation
+	// StaleAfter is how old Inventory may be and still describe the cluster (see
+	// InventoryFresh); NewClusterInfo sets InventoryStaleAfter.
+	StaleAfter time.Duration
 }
 
 // NewClusterInfo builds the info for a cluster.
 func NewClusterInfo(c *clusterv1.ManagedCluster, scores map[string]*clusterv1alpha1.AddOnPlacementScore, inv *fleetfitv1alpha1.ClusterInventory) *ClusterInfo {
-	info := &ClusterInfo{Cluster: c, Scores: scores, Inventory: inv}
+	info := &ClusterInfo{Cluster: c, Scores: scores, Inventory: inv, StaleAfter: InventoryStaleAfter}
 	if len(c.Status.ClusterClaims) > 0 {
 		info.Claims = make(labels.Set, len(c.Status.ClusterClaims))
 		for _, cl := range c.Status.ClusterClaims {
@@ -59,15 +62,27 @@ func (c *ClusterInfo) Labels() labels.Set { return labels.Set(c.Cluster.Labels) 
 // Terminating reports whether the cluster is being deleted; such clusters are never selected.
 func (c *ClusterInfo) Terminating() bool { return !c.Cluster.DeletionTimestamp.IsZero() }
 
-// InventoryStaleAfter is how old a ClusterInventory may be, relative to a cycle's time, and
-// still describe the cluster: an older one means the agent stopped reporting.
+// InventoryStaleAfter is, by default, how old a ClusterInventory may be, relative to a cycle's
+// time, and still describe the cluster: an older one means the agent has not reported for a
+// while (it stopped, its credentials expired, or the hub's API server was out of reach).
+//
+// Silence is not absence: a stale inventory only keeps the cluster from being chosen anew. A
+// cluster a placement already decides keeps its decision whatever the age of its inventory;
+// only the cluster's own fate (deleted, unavailable, tainted) removes it, as in OCM.
 const InventoryStaleAfter = 10 * time.Minute
 
-// InventoryFresh reports whether the cluster has an inventory observed at most
-// InventoryStaleAfter before now.
+// InventoryFresh reports whether the cluster has an inventory observed at most StaleAfter
+// before now.
 func (c *ClusterInfo) InventoryFresh(now time.Time) bool {
 	age, ok := c.InventoryAge(now)
-	return ok && age <= InventoryStaleAfter
+	return ok && age <= c.StaleAfter
+}
+
+// InventoryStale reports whether the cluster has an inventory that is older than StaleAfter
+// at now (a cluster without inventory is not stale: it has no agent).
+func (c *ClusterInfo) InventoryStale(now time.Time) bool {
+	age, ok := c.InventoryAge(now)
+	return ok && age > c.StaleAfter
 }
 
 // InventoryAge returns how long ago the agent observed the cluster, or false without inventory.

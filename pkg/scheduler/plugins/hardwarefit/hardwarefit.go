@@ -8,12 +8,16 @@
 // do not, one amount never split across nodes — and all consumers together, on the cluster's
 // free capacity minus what earlier decisions have reserved but its inventory does not show yet.
 // The cluster's total free capacity never makes it feasible by itself. The node view comes
-// from the ClusterInventory the fleetfit agent reports; a cluster without one, or with one
-// older than framework.InventoryStaleAfter, is not feasible (explain says so).
+// from the ClusterInventory the fleetfit agent reports; a cluster without one, or with a stale
+// one (ClusterInfo.InventoryFresh), is not chosen anew (explain says so).
 //
-// A cluster the placement already decides keeps passing as long as its nodes still have the
-// required features: its own pods may be running there and using the room they need, which a
-// fresh fit check would count against it. Steady then keeps the decision stable.
+// A cluster the placement already decides keeps passing as long as its last report still shows
+// nodes with the required features: its own pods may be running there and using the room they
+// need, which a fresh fit check would count against it. Silence is not absence: an old
+// inventory never takes a decided cluster away — the workload may be running there, and an
+// agent that stopped reporting says nothing about it. (A cluster with no inventory at all was
+// never checked, and is not kept for hardware it may not have.) Steady then keeps the
+// decision stable.
 //
 // As a prioritizer, a feasible cluster scores 100 × (weight of the optional requirements it can
 // also meet) / (weight of all optional requirements), so optional requirements rank clusters
@@ -220,11 +224,12 @@ func FitsConsumer(info *framework.ClusterInfo, c Consumer, placementKey string, 
 }
 
 // stillFits is the check for a cluster the placement already decides: its own pods may already
-// run there and take the room they need, so only the nodes' features are checked again (a
-// consumer whose required features no schedulable node has any more loses the cluster).
-func stillFits(info *framework.ClusterInfo, consumers []Consumer, now time.Time) (bool, string) {
-	if ok, why := fresh(info, now); !ok {
-		return false, why
+// run there and take the room they need, so only the nodes' features are checked again, from
+// the last report however old (a consumer whose required features no schedulable node has any
+// more loses the cluster).
+func stillFits(info *framework.ClusterInfo, consumers []Consumer, _ time.Time) (bool, string) {
+	if info.View == nil {
+		return false, noInventory
 	}
 	for _, c := range consumers {
 		if !info.View.HasNode(c.Request.Selector()) {
@@ -235,14 +240,16 @@ func stillFits(info *framework.ClusterInfo, consumers []Consumer, now time.Time)
 	return true, ""
 }
 
+const noInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
+
 func fresh(info *framework.ClusterInfo, now time.Time) (bool, string) {
 	if info.View == nil {
-		return false, "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
+		return false, noInventory
 	}
 	if !info.InventoryFresh(now) {
 		age, _ := info.InventoryAge(now)
-		return false, fmt.Sprintf("the ClusterInventory is %s old (more than %s): is the fleetfit agent running?",
-			age.Round(time.Second), framework.InventoryStaleAfter)
+		return false, fmt.Sprintf("the ClusterInventory is %s old (more than %s): not chosen anew until the fleetfit agent reports again (is it running, and can it reach the hub?)",
+			age.Round(time.Second), info.StaleAfter)
 	}
 	return true, ""
 }

@@ -179,7 +179,7 @@ func TestFilter(t *testing.T) {
 			intents: []*fleetfitv1alpha1.HPAIntent{intent(consumer("web", 1, "1"))},
 			want:    []string{"limit"},
 			wantReasons: map[string]string{
-				"stale": "the ClusterInventory is 10m1s old (more than 10m0s): is the fleetfit agent running?",
+				"stale": "the ClusterInventory is 10m1s old (more than 10m0s): not chosen anew until the fleetfit agent reports again (is it running, and can it reach the hub?)",
 			},
 		},
 		"fragmentation: 80 free cores on 8-core nodes take no 12-core replica": {
@@ -310,6 +310,21 @@ func TestFilter(t *testing.T) {
 			want:    []string{"a100"},
 			wantReasons: map[string]string{
 				"now-t4": "consumer app/train: no schedulable node with nvidia.com/gpu.product In [A100]",
+			},
+		},
+		"a decided cluster keeps passing when its inventory is stale, with features from the last report": {
+			clusters: []cluster{
+				reportingAt("silent-a100", now.Add(-time.Hour), nodes("n", 1, gpuNode("A100"))),
+				reportingAt("silent-t4", now.Add(-time.Hour), nodes("n", 1, gpuNode("T4"))),
+				reportingAt("silent-new", now.Add(-time.Hour), nodes("n", 1, gpuNode("A100"))),
+			},
+			intents: []*fleetfitv1alpha1.HPAIntent{intent(consumer("train", 1, "1").
+				Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100")))},
+			decided: []string{"silent-a100", "silent-t4"},
+			want:    []string{"silent-a100"},
+			wantReasons: map[string]string{
+				"silent-t4":  "consumer app/train: no schedulable node with nvidia.com/gpu.product In [A100]",
+				"silent-new": "the ClusterInventory is 1h0m0s old (more than 10m0s): not chosen anew until the fleetfit agent reports again (is it running, and can it reach the hub?)",
 			},
 		},
 		"a decided cluster without inventory is rejected": {
