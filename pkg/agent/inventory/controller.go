@@ -34,7 +34,7 @@ const (
 	DefaultMinInterval   = 5 * time.Second
 	DefaultScoreValidity = 10 * time.Minute
 	// maxBackoff bounds the wait between retries while the hub fails.
-	maxBackoff = 5 * time.Minute
+	maxBackoff = time.Minute
 )
 
 // logLevelWrites logs every write to the hub; at most one sync per

@@ -85,7 +85,7 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, work worki
 	c := &Controller{
 		clients: clients, opts: opts,
 		intents: hi.Lister(), inventories: ii.Lister(), decisions: di.Lister(), works: wi.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workers.RateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deliveries"}),
 	}
 	for _, h := range []struct {

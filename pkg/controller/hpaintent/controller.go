@@ -76,7 +76,7 @@ func New(client fleetfitclient.Interface, recorder events.EventRecorder, ocm clu
 	c := &Controller{
 		client: client, recorder: recorder, opts: opts,
 		intents: hi.Lister(), indexer: hi.Informer().GetIndexer(), placements: pi.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workers.RateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "hpaintents"}),
 	}
 	for _, h := range []struct {

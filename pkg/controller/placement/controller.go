@@ -136,7 +136,7 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit f
 	ctrl := &Controller{
 		client: clients.Cluster, fleetfit: clients.Fleetfit, recorder: clients.Recorder, cache: c, scheduler: sched, opts: opts,
 		placements: pi.Lister(), decisions: di.Lister(), sets: si.Lister(), bindings: bi.Lister(), intents: hi.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workers.RateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placements"}),
 	}
 	handlers := []struct {
