@@ -39,6 +39,7 @@ import (
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
@@ -50,8 +51,13 @@ type Options struct {
 	// Placements with OCM's disable annotation and the fleetfit.io/scheduler label).
 	Placements string
 	Workers    int
-	QPS        float32
-	Burst      int
+	// InventoryStaleAfter is how old a ClusterInventory may be before its cluster is no longer
+	// chosen anew; StartupGrace how long, after a start, placements with decisions are left
+	// as they are.
+	InventoryStaleAfter time.Duration
+	StartupGrace        time.Duration
+	QPS                 float32
+	Burst               int
 
 	LeaderElect          bool
 	LeaderElectNamespace string
@@ -71,6 +77,8 @@ func NewOptions() *Options {
 	return &Options{
 		Placements:           string(placement.ModeAll),
 		Workers:              4,
+		InventoryStaleAfter:  framework.InventoryStaleAfter,
+		StartupGrace:         time.Minute,
 		QPS:                  50,
 		Burst:                100,
 		LeaderElect:          true,
@@ -102,6 +110,8 @@ func NewCommand() *cobra.Command {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placement.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently")
+	fs.DurationVar(&o.InventoryStaleAfter, "inventory-stale-after", o.InventoryStaleAfter, "how old a cluster's ClusterInventory may be and still make the cluster eligible for new decisions; clusters it already decides keep them however old it is")
+	fs.DurationVar(&o.StartupGrace, "startup-grace", o.StartupGrace, "after a start or a leader change, how long placements that already decide clusters are left as they are, so that agents whose reports failed meanwhile (they retry at least every minute) can report first; new placements are scheduled at once")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "queries per second to the hub API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the hub API server")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among hub replicas with a Lease; only the leader schedules")
@@ -121,6 +131,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
+	}
+	if o.InventoryStaleAfter <= 0 {
+		return fmt.Errorf("--inventory-stale-after must be positive, not %s", o.InventoryStaleAfter)
+	}
+	if o.StartupGrace < 0 {
+		return fmt.Errorf("--startup-grace must not be negative, not %s", o.StartupGrace)
 	}
 	return nil
 }
@@ -180,10 +196,15 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	recorder := broadcaster.NewRecorder(scheme, "fleetfit-hub")
 
-	ctrl, err := placement.New(placement.Clients{Cluster: clusterClient, Fleetfit: fleetfitClient, Recorder: recorder}, ocmInformers, fleetfitInformers, sched, cache.New(), placement.Options{
-		Mode: placement.Mode(o.Placements), Workers: o.Workers, Metrics: metrics,
+	schedCache := cache.New()
+	schedCache.SetInventoryStaleAfter(o.InventoryStaleAfter)
+	ctrl, err := placement.New(placement.Clients{Cluster: clusterClient, Fleetfit: fleetfitClient, Recorder: recorder}, ocmInformers, fleetfitInformers, sched, schedCache, placement.Options{
+		Mode: placement.Mode(o.Placements), Workers: o.Workers, Metrics: metrics, StartupGrace: o.StartupGrace,
 	})
 	if err != nil {
+		return err
+	}
+	if err := ctrl.RegisterFleetMetrics(reg); err != nil {
 		return err
 	}
 	validator, err := hpaintent.New(fleetfitClient, recorder, ocmInformers, fleetfitInformers, hpaintent.Options{})

@@ -77,7 +77,16 @@ func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *pla
 
 	general := http.NewServeMux()
 	general.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	general.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	// /healthz fails when the scheduler is stuck (placements wait and no cycle finishes), so
+	// that a liveness probe restarts it; an idle scheduler, or a replica that is not the
+	// leader, is healthy.
+	general.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ctrl.Healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	authorised := genericapifilters.WithAuthorization(general, authz.Authorizer, codecs)
 
 	mux := http.NewServeMux()

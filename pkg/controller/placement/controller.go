@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,6 +18,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
@@ -64,6 +66,11 @@ type Options struct {
 	// ReservationTimeout is how long capacity promised to a new decision is held when the
 	// cluster's inventory does not show it used (default 5 minutes).
 	ReservationTimeout time.Duration
+	// StartupGrace is how long after its caches are synced the controller leaves placements
+	// that already decide clusters as they are, so that agents whose reports failed while the
+	// hub was away (they retry at least every minute) can speak before anything is
+	// reconsidered. New placements are scheduled at once. Zero means no grace.
+	StartupGrace time.Duration
 }
 
 // Clients are what the controller writes with.
@@ -93,7 +100,10 @@ type Controller struct {
 	// started is set once the caches are synced and every placement is queued; until then
 	// event handlers only update the cache, since working out which placements an event
 	// affects would be wasted on the initial list of every object.
-	started atomic.Bool
+	started  atomic.Bool
+	progress workers.Progress
+	// graceUntil is when the startup grace ends (UnixNano; zero before the start).
+	graceUntil atomic.Int64
 
 	// decisionWrites and statusWrites remember this controller's own writes of decision
 	// lists and Placement status, so that their informer events trigger no cycle and a
@@ -169,6 +179,11 @@ func (c *Controller) Run(ctx context.Context) {
 		// Everything is scheduled once at start: informers' add events ran before the
 		// handlers enqueued anything, and this is the same as OCM's start-up resync.
 		Seed: func() int {
+			now := c.opts.Clock.Now()
+			c.graceUntil.Store(now.Add(c.opts.StartupGrace).UnixNano())
+			// The capacity the last decisions before a restart promised is taken again before
+			// the first cycle can count it as free.
+			c.restoreReservations(klog.FromContext(ctx), now)
 			c.started.Store(true)
 			placements, _ := c.placements.List(labels.Everything())
 			for _, p := range placements {
@@ -177,6 +192,47 @@ func (c *Controller) Run(ctx context.Context) {
 			return len(placements)
 		},
 	}.Run(ctx)
+}
+
+// stallAfter is how long the controller may go without finishing a cycle, while placements
+// wait, before its health check fails. Cycles are bounded (CEL budgets, capped retries), so a
+// longer silence means a worker is stuck and the process should be restarted.
+const stallAfter = 3 * time.Minute
+
+// Healthy returns an error when placements are waiting and no cycle has finished for a while.
+func (c *Controller) Healthy() error {
+	if err := c.progress.Stalled(time.Now(), stallAfter); err != nil {
+		return fmt.Errorf("placement controller: %w", err)
+	}
+	return nil
+}
+
+// RegisterFleetMetrics registers gauges computed from the scheduler's cache when scraped:
+// fleetfit_stale_inventories, the clusters whose ClusterInventory is stale (they keep their
+// decisions but get no new ones until their agent reports again).
+func (c *Controller) RegisterFleetMetrics(reg prometheus.Registerer) error {
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "fleetfit", Name: "stale_inventories",
+		Help: "Managed clusters whose ClusterInventory is older than the hub's --inventory-stale-after: they keep their decisions but are not chosen anew.",
+	}, func() float64 {
+		snap, now := c.cache.Snapshot(), c.opts.Clock.Now()
+		n := 0
+		for i := range snap.NumClusters() {
+			if snap.Cluster(i).InventoryStale(now) {
+				n++
+			}
+		}
+		return float64(n)
+	}))
+}
+
+// startupWait returns how long the startup grace still lasts.
+func (c *Controller) startupWait() time.Duration {
+	until := c.graceUntil.Load()
+	if until == 0 {
+		return 0
+	}
+	return max(time.Unix(0, until).Sub(c.opts.Clock.Now()), 0)
 }
 
 // Handles reports whether fleetfit schedules the placement in this mode.

@@ -65,42 +65,70 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 
-	// Placements with intents take capacity: from the snapshot to recording what the result
-	// reserves, one at a time, so that concurrent workers never count the same free nodes.
-	if len(intents) > 0 {
-		c.reserveMu.Lock()
-	}
-	reserved := false
-	unlock := func() {
-		if len(intents) > 0 && !reserved {
-			reserved = true
-			c.reserveMu.Unlock()
-		}
-	}
-	defer unlock()
-
 	existing, err := c.existingDecisions(p)
 	if err != nil {
 		return err
 	}
 	existingNames := map[string][]string{}
+	decided := false
 	for n, d := range existing {
 		existingNames[n] = decisionClusterNames(d.Status.Decisions)
+		decided = decided || len(existingNames[n]) > 0
 	}
+	// Right after a start, placements that decide clusters wait for the agents to have had
+	// their chance to report (see Options.StartupGrace); new ones go ahead.
+	if wait := c.startupWait(); wait > 0 && decided {
+		logger.V(2).Info("Deferring a placement with decisions until the startup grace has passed", "after", wait)
+		c.queue.AddAfter(key, wait)
+		return nil
+	}
+
+	// Placements with intents take capacity: between the snapshot a cycle reads and recording
+	// what its result reserves, no other placement may reserve, or two cycles could count the
+	// same free nodes. The cycle runs without the lock (a CEL predicate or a large fleet may
+	// take a while) and its result is reserved only when no reservation changed since its
+	// snapshot; otherwise it runs again on a newer one.
 	start := time.Now()
-	snap := c.cache.Snapshot()
-	now := c.opts.Clock.Now()
-	// With intents, rejections are recorded: the intents' Scheduled condition says why.
-	plan := PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames, Now: now})
+	var plan *Plan
+	var snap *framework.Snapshot
+	var now time.Time
+	for {
+		var epoch uint64
+		snap, epoch = c.cache.SnapshotAt()
+		now = c.opts.Clock.Now()
+		// With intents, rejections are recorded: the intents' Scheduled condition says why.
+		plan = PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames, Now: now})
+		if len(intents) == 0 || plan.Kept {
+			break
+		}
+		c.reserveMu.Lock()
+		if c.cache.ReservationEpoch() == epoch {
+			break // reserveMu stays held until the result is reserved
+		}
+		c.reserveMu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
 	res := plan.Result
 	c.opts.Metrics.observeCycle(res, time.Since(start))
 	if plan.Kept {
-		unlock()
 		return c.keepDecisions(ctx, p, plan.Failure)
 	}
-	// Reserve before writing: a failed write is retried and reserves the same again.
-	c.reserve(p, intents, snap.DecidedNames(key), res.Decisions(), now)
-	unlock()
+	if len(intents) > 0 {
+		// Reserve before writing: a failed write is retried and reserves the same again.
+		before := snap.DecidedNames(key)
+		c.reserve(p, intents, before, res.Decisions(), now)
+		c.reserveMu.Unlock()
+		for i, in := range intents {
+			plan.Intents[i].Status.Reservations = persistedReservations(in, snap, before, res.Decisions(), now, c.reservationTimeout())
+		}
+		// The intents' status (their reservations) is written before the decisions, so that a
+		// decision never exists without a reservation that a restarted hub can read back.
+		if err := c.updateIntents(ctx, intents, plan.Intents); err != nil {
+			return err
+		}
+	}
 
 	desired := plan.desired
 	requeue := res.RequeueAfter
@@ -115,9 +143,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.opts.Metrics.bindDuration.Observe(time.Since(bindStart).Seconds())
 
 	if err := c.updateStatus(ctx, p, plan.Status); err != nil {
-		return err
-	}
-	if err := c.updateIntents(ctx, intents, plan.Intents); err != nil {
 		return err
 	}
 	if res.Status.Code() == framework.Warning {

@@ -30,6 +30,8 @@ type Loop struct {
 	// backoff. Terminal problems are conditions and events, and Sync returns nil for them.
 	Sync    func(ctx context.Context, key string) error
 	Workers int
+	// Progress, when set, records the loop's progress for health checks.
+	Progress *Progress
 }
 
 // Run runs the loop until ctx ends and shuts the queue down.
@@ -45,6 +47,7 @@ func (l Loop) Run(ctx context.Context) {
 	if l.Seed != nil {
 		seeded = l.Seed()
 	}
+	l.Progress.start(time.Now(), l.Queue.Len)
 	logger.Info("Controller started", "workers", l.Workers, "queued", seeded)
 	var wg sync.WaitGroup
 	for range max(l.Workers, 1) {
@@ -61,7 +64,10 @@ func (l Loop) work(ctx context.Context) {
 		if quit {
 			return
 		}
-		if err := l.Sync(ctx, key); err != nil {
+		l.Progress.begin()
+		err := l.Sync(ctx, key)
+		l.Progress.done(time.Now())
+		if err != nil {
 			utilruntime.HandleErrorWithContext(ctx, err, "Sync failed", "controller", l.Name, "key", key)
 			l.Queue.AddRateLimited(key)
 		} else {

@@ -43,6 +43,8 @@ type Cache struct {
 	// clusterIndex counts, per cluster and placement key, the decision objects holding it.
 	clusterIndex map[string]map[string]int
 
+	// reservationEpoch counts changes of reservations (see ReservationEpoch).
+	reservationEpoch uint64
 	// staleAfter is how old an inventory may be and still describe its cluster.
 	staleAfter time.Duration
 
@@ -98,6 +100,10 @@ func (c *Cache) changed() { c.snap = nil }
 func (c *Cache) Snapshot() *framework.Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.snapshotLocked()
+}
+
+func (c *Cache) snapshotLocked() *framework.Snapshot {
 	if c.snap != nil {
 		return c.snap
 	}
@@ -251,6 +257,22 @@ func (c *Cache) Reserve(cluster, placementKey string, rs []framework.Reservation
 	c.clusterInputChanged(cluster)
 }
 
+// ReservationEpoch changes whenever any reservation is added or dropped. A cycle computed from a
+// snapshot taken at one epoch saw exactly the reservations of every later snapshot of the same
+// epoch, so what it decides may be reserved without computing it again.
+func (c *Cache) ReservationEpoch() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reservationEpoch
+}
+
+// SnapshotAt returns the current snapshot and the reservation epoch it reflects.
+func (c *Cache) SnapshotAt() (*framework.Snapshot, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snapshotLocked(), c.reservationEpoch
+}
+
 // Unreserve drops the placement's reservations on a cluster.
 func (c *Cache) Unreserve(cluster, placementKey string) {
 	c.mu.Lock()
@@ -271,6 +293,7 @@ func (c *Cache) Unreserve(cluster, placementKey string) {
 
 // setReservations stores a new slice (never modifying one a snapshot may hold).
 func (c *Cache) setReservations(cluster string, rs []framework.Reservation) {
+	c.reservationEpoch++
 	if len(rs) == 0 {
 		delete(c.reservations, cluster)
 		return

@@ -291,6 +291,36 @@ type HPAIntentStatus struct {
 	// +listType=map
 	// +listMapKey=clusterName
 	Clusters []ClusterDelivery `json:"clusters,omitempty"`
+
+	// reservations are the clusters this intent was newly scheduled onto
+	// whose ClusterInventory did not show its pods yet. Until the inventory
+	// shows them, or the reservation times out, the hub counts the intent's
+	// amounts as taken there when it schedules other placements, so a burst
+	// of intents never books the same free nodes twice. They are kept here,
+	// not only in the hub's memory, so that a restarted hub or a new leader
+	// holds them too.
+	// +optional
+	// +listType=map
+	// +listMapKey=clusterName
+	// +kubebuilder:validation:MaxItems=1000
+	Reservations []ClusterReservation `json:"reservations,omitempty"`
+}
+
+// ClusterReservation is capacity held for an intent on a cluster it was newly
+// scheduled onto.
+type ClusterReservation struct {
+	// clusterName is the managed cluster.
+	// +kubebuilder:validation:MaxLength=253
+	ClusterName string `json:"clusterName"`
+	// since is when the cluster was decided; the reservation lapses a
+	// while after it (the hub's reservation timeout) even if the inventory
+	// never shows the pods.
+	Since metav1.Time `json:"since"`
+	// requestedBefore are the cluster's requested totals when it was
+	// decided: once its inventory shows them grown by the intent's amounts,
+	// the pods are running and the reservation ends.
+	// +optional
+	RequestedBefore corev1.ResourceList `json:"requestedBefore,omitempty"`
 }
 
 // CandidateMode says how to read a candidate cluster list.

@@ -1,0 +1,195 @@
+package placement
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
+)
+
+// maxPersistedReservations bounds status.reservations of one intent (the CRD allows 1000): a
+// placement newly deciding more clusters than that at once persists the first ones by name,
+// and the others are held in memory only.
+const maxPersistedReservations = 500
+
+// Reservations live in two places. The cache holds them for the cycles of this process, from
+// the moment a cycle decides (Reserve). Each intent's status.reservations holds them for the
+// next process: a restarted hub or a new leader reads them back (restoreReservations) before
+// its first cycle, so the capacity promised by the last decisions before the restart stays
+// taken until the inventories show the pods. The status is written before the decisions, so a
+// decision never exists without its reservation being readable; a reservation whose cluster
+// the placement does not decide (the process died between the two writes) is ignored.
+
+// persistedReservations returns the reservations an intent's status should hold after a cycle
+// of its placement that moved the decisions from before to after at now: the ones it held
+// that still count (the cluster is still decided, the reservation has not lapsed, and the
+// inventory does not show the pods), and one for each cluster newly decided. An intent that
+// asks for no amounts holds none.
+func persistedReservations(in *fleetfitv1alpha1.HPAIntent, snap *framework.Snapshot, before []string, after []scheduler.Decision,
+	now time.Time, timeout time.Duration) []fleetfitv1alpha1.ClusterReservation {
+	consumers, err := hardwarefit.Consumers(in)
+	if err != nil {
+		return nil
+	}
+	amounts := intentAmounts(consumers)
+	if len(amounts) == 0 {
+		return nil
+	}
+	decided := sets.New[string]()
+	for _, d := range after {
+		decided.Insert(d.ClusterName)
+	}
+	var out []fleetfitv1alpha1.ClusterReservation
+	held := sets.New[string]()
+	for _, r := range in.Status.Reservations {
+		if !decided.Has(r.ClusterName) || !now.Before(r.Since.Add(timeout)) || held.Has(r.ClusterName) {
+			continue
+		}
+		if seen(snap, r, amounts) {
+			continue
+		}
+		held.Insert(r.ClusterName)
+		out = append(out, r)
+	}
+	added := decided.Difference(sets.New(before...)).Difference(held)
+	for _, name := range sets.List(added) {
+		r := fleetfitv1alpha1.ClusterReservation{ClusterName: name, Since: metav1.NewTime(now)}
+		if i, ok := snap.Index(name); ok && snap.Cluster(i).Inventory != nil {
+			for _, res := range snap.Cluster(i).Inventory.Status.Resources {
+				if _, ok := amounts[res.Name]; ok {
+					if r.RequestedBefore == nil {
+						r.RequestedBefore = corev1.ResourceList{}
+					}
+					r.RequestedBefore[res.Name] = res.Requested
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b fleetfitv1alpha1.ClusterReservation) int {
+		return strings.Compare(a.ClusterName, b.ClusterName)
+	})
+	if len(out) > maxPersistedReservations {
+		out = out[:maxPersistedReservations]
+	}
+	return out
+}
+
+// seen reports whether the cluster's current inventory shows the reserved amounts consumed.
+func seen(snap *framework.Snapshot, r fleetfitv1alpha1.ClusterReservation, amounts corev1.ResourceList) bool {
+	i, ok := snap.Index(r.ClusterName)
+	if !ok {
+		return false
+	}
+	res := reservationOf(r, amounts, 0)
+	return res.Seen(framework.RequestedTotals(snap.Cluster(i).Inventory))
+}
+
+// reservationOf is the cache's form of a persisted reservation (Request and Replicas are set
+// by the caller).
+func reservationOf(r fleetfitv1alpha1.ClusterReservation, amounts corev1.ResourceList, timeout time.Duration) framework.Reservation {
+	base := make(map[corev1.ResourceName]int64, len(r.RequestedBefore))
+	for name, q := range r.RequestedBefore {
+		base[name] = q.MilliValue()
+	}
+	return framework.Reservation{Amounts: amounts, Base: base, Until: r.Since.Add(timeout)}
+}
+
+// intentAmounts is the total an intent's consumers request: requests × replicas, summed.
+func intentAmounts(consumers []hardwarefit.Consumer) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, cs := range consumers {
+		if cs.Replicas <= 0 {
+			continue
+		}
+		for name, q := range cs.Requests {
+			if q.IsZero() {
+				continue
+			}
+			total := q.DeepCopy()
+			total.Mul(cs.Replicas)
+			sum := out[name]
+			sum.Add(total)
+			out[name] = sum
+		}
+	}
+	return out
+}
+
+// restoreReservations puts back in the cache the reservations that the intents' status holds
+// and that still count at now: their placement still decides the cluster, they have not
+// lapsed, and the cluster's inventory does not show the pods. It runs once the caches are
+// synced, before the first cycle. It returns how many it restored.
+func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int {
+	intents, err := c.intents.List(labels.Everything())
+	if err != nil {
+		return 0
+	}
+	snap := c.cache.Snapshot()
+	timeout := c.reservationTimeout()
+	type slot struct{ cluster, placement string }
+	held := map[slot][]framework.Reservation{}
+	var order []slot
+	for _, in := range intents {
+		if len(in.Status.Reservations) == 0 || !in.DeletionTimestamp.IsZero() {
+			continue
+		}
+		placement := in.Status.ScheduledPlacement
+		if placement == "" {
+			placement = in.Spec.PlacementRef.Name
+		}
+		key := in.Namespace + "/" + placement
+		decided := sets.New(snap.DecidedNames(key)...)
+		consumers, err := hardwarefit.Consumers(in)
+		if err != nil {
+			continue
+		}
+		amounts := intentAmounts(consumers)
+		for _, r := range in.Status.Reservations {
+			if !decided.Has(r.ClusterName) || !now.Before(r.Since.Add(timeout)) || seen(snap, r, amounts) {
+				continue
+			}
+			s := slot{r.ClusterName, key}
+			if _, ok := held[s]; !ok {
+				order = append(order, s)
+			}
+			for _, cs := range consumers {
+				if cs.Replicas <= 0 {
+					continue
+				}
+				res := reservationOf(r, consumerAmounts(cs), timeout)
+				res.Placement, res.Request, res.Replicas = key, cs.Request, cs.Replicas
+				held[s] = append(held[s], res)
+			}
+		}
+	}
+	for _, s := range order {
+		c.cache.Reserve(s.cluster, s.placement, held[s], now)
+	}
+	if len(order) > 0 {
+		logger.Info("Restored in-flight reservations from HPAIntent status", "count", len(order))
+	}
+	return len(order)
+}
+
+// consumerAmounts is what one consumer's replicas request in all.
+func consumerAmounts(cs hardwarefit.Consumer) corev1.ResourceList {
+	return intentAmounts([]hardwarefit.Consumer{cs})
+}
+
+func (c *Controller) reservationTimeout() time.Duration {
+	if c.opts.ReservationTimeout > 0 {
+		return c.opts.ReservationTimeout
+	}
+	return defaultReservationTimeout
+}
