@@ -77,3 +77,44 @@ func TestBurstDoesNotOvercommit(t *testing.T) {
 		return err
 	})
 }
+
+// TestReservationsSurviveRestart: as TestBurstDoesNotOvercommit, two placements take the room
+// of cluster1's two fast nodes, but the hub is then stopped and a new one (a restart, or a new
+// leader) schedules the third. No pod ever runs, so only the reservations the first hub
+// persisted in the intents' status keep the third placement off cluster1.
+func TestReservationsSurviveRestart(t *testing.T) {
+	const fast = "fleetfit.io/fast"
+	e := newEnv(t, "restart")
+	e.addNodes(0, node("restart-a-0", "4", "16Gi").Label(fast, "true"), node("restart-a-1", "4", "16Gi").Label(fast, "true"))
+	e.addNodes(1, node("restart-b-0", "16", "64Gi"))
+	e.waitInventories()
+	stop := framework.RunHub(t, fleet.Hub.AdminConfig())
+
+	create := func(name string) {
+		e.createIntent(oneConsumer(name, 1,
+			utiltesting.MakeResource("cpu", "cpu").Requests("4").Obj(),
+			utiltesting.MakeFeature("fast", fast).Operator(corev1.NodeSelectorOpExists).Optional(10).Obj(),
+		))
+		e.createPlacement(onClusters(name, cluster(0), cluster(1)).NumberOfClusters(1).
+			Mode(clusterv1beta1.PrioritizerPolicyModeExact).BuiltIn("HardwareFit", 1))
+	}
+	for _, name := range []string{"restart-0", "restart-1"} {
+		create(name)
+		e.waitDecided(name, cluster(0))
+		e.waitIntent(name, func(in *v1alpha1.HPAIntent) error {
+			if len(in.Status.Reservations) != 1 || in.Status.Reservations[0].ClusterName != cluster(0) {
+				return fmt.Errorf("status.reservations %v, want one on %s", in.Status.Reservations, cluster(0))
+			}
+			return nil
+		})
+	}
+	stop()
+
+	framework.RunHub(t, fleet.Hub.AdminConfig())
+	create("restart-2")
+	e.waitDecided("restart-2", cluster(1))
+	// The first two keep their cluster: the new hub changed nothing of theirs.
+	for _, name := range []string{"restart-0", "restart-1"} {
+		e.waitDecided(name, cluster(0))
+	}
+}
