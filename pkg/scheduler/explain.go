@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -27,6 +30,10 @@ type ClusterVerdict struct {
 	Scores     map[string]int64 `json:"scores,omitempty"`
 	Total      *int64           `json:"total,omitempty"`
 	Selected   bool             `json:"selected"`
+	// Note says what deserves attention about the cluster although it was not rejected for
+	// it, such as an inventory too old for new decisions that the placement's current
+	// decision keeps.
+	Note string `json:"note,omitempty"`
 }
 
 // Explain turns a result computed with Options.Explain into an explanation. Clusters are
@@ -60,6 +67,11 @@ func Explain(key string, r *Result) *Explanation {
 	r.Available.ForEach(func(i int) {
 		name := r.snap.Cluster(i).Name()
 		v := ClusterVerdict{Name: name, Selected: selected[name]}
+		if info := r.snap.Cluster(i); info.InventoryStale(r.now) {
+			age, _ := info.InventoryAge(r.now)
+			v.Note = fmt.Sprintf("ClusterInventory is %s old (stale after %s): no new decisions onto this cluster until its agent reports again; existing ones are kept",
+				age.Round(time.Second), info.StaleAfter)
+		}
 		if rej, ok := rejected[name]; ok {
 			v.RejectedBy, v.Reason = rejectedBy[name], rej.Reason
 		} else if total, ok := r.Total(name); ok {

@@ -10,6 +10,8 @@ import (
 type Result struct {
 	snap    *framework.Snapshot
 	explain bool
+	// now is the cycle's time.
+	now time.Time
 
 	// Status is nil on success, a Warning when a plugin warned, and a failure when the cycle
 	// stopped (then the selection is empty and must not replace existing decisions).

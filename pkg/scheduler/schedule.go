@@ -131,7 +131,7 @@ type Options struct {
 // failure status (Misconfigured or Error) means the caller must keep the existing decisions.
 func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req *framework.Request, opts Options) *Result {
 	logger := klog.FromContext(ctx)
-	res := &Result{snap: snap, explain: opts.Explain}
+	res := &Result{snap: snap, explain: opts.Explain, now: req.Now}
 	p := req.Placement
 
 	// 1. Clusters available to the placement: members of the cluster sets bound to its

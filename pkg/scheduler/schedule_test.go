@@ -7,12 +7,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
@@ -338,5 +340,34 @@ func TestScheduleExplain(t *testing.T) {
 	wantTotals := map[string]int64{"c1": -120, "c2": 160, "c3": 40, "c4": 20, "c5": 0, "c6": -20}
 	if diff := cmp.Diff(wantTotals, res.Totals()); diff != "" {
 		t.Errorf("totals (-want,+got):\n%s", diff)
+	}
+}
+
+// TestExplainNotesStaleInventories: explain notes each cluster whose inventory is too old for
+// new decisions, and only those.
+func TestExplainNotesStaleInventories(t *testing.T) {
+	fleet := testFleet()
+	node := st.MakeNode("n").Resource(corev1.ResourceCPU, "8").Obj()
+	fleet.Inventories = []*fleetfitv1alpha1.ClusterInventory{
+		st.MakeInventory("c1", now.Add(-time.Minute), []*corev1.Node{node}),
+		st.MakeInventory("c2", now.Add(-time.Hour), []*corev1.Node{node}),
+	}
+	s, err := scheduler.New(scheduler.NewHandle(testingclock.NewFakePassiveClock(now), fleet.ScoreLister()),
+		plugins.NewRegistry(), scheduler.Profile{Weights: ocmDefaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := fleet.Snapshot()
+	p := st.MakePlacement("p", "ns").Obj()
+	res := s.Schedule(t.Context(), snap, &framework.Request{Placement: p, Decided: snap.BitsetOf([]string{"c2"}), Now: now}, scheduler.Options{Explain: true})
+	got := map[string]string{}
+	for _, c := range scheduler.Explain("ns/p", res).Clusters {
+		if c.Note != "" {
+			got[c.Name] = c.Note
+		}
+	}
+	want := map[string]string{"c2": "ClusterInventory is 1h0m0s old (stale after 10m0s): no new decisions onto this cluster until its agent reports again; existing ones are kept"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notes (-want,+got):\n%s", diff)
 	}
 }

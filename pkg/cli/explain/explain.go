@@ -153,7 +153,12 @@ func PrintPlacement(w io.Writer, r *simulate.PlacementResult) error {
 		case c.RejectedBy != "":
 			verdict = "rejected"
 		}
-		t.Row(c.Name, verdict, output.Or(c.RejectedBy, "-"), output.Or(c.Reason, "-"))
+		reason := c.Reason
+		if c.Note != "" {
+			verdict += " (stale)"
+			reason = strings.TrimSpace(reason + " " + c.Note)
+		}
+		t.Row(c.Name, verdict, output.Or(c.RejectedBy, "-"), output.Or(reason, "-"))
 	}
 	if err := t.Flush(); err != nil {
 		return err
