@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"slices"
 	"time"
 
@@ -73,6 +74,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MinInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--min-interval must be positive, got %v", o.MinInterval))
+	} else if limit := v1alpha1.DefaultInventoryStaleAfter / 2; o.MinInterval > limit {
+		// The hub takes an inventory older than its --inventory-stale-after (10m by default)
+		// for a silent agent and chooses the cluster for nothing new: reports must come
+		// clearly more often than that.
+		errs = append(errs, fmt.Errorf("--min-interval %v is too long: at most %v, so that the hub (stale after %v by default) never takes this cluster's reports for silence",
+			o.MinInterval, limit, v1alpha1.DefaultInventoryStaleAfter))
 	}
 	for i, p := range o.FeaturePrefixes {
 		if p == "" {

@@ -52,6 +52,9 @@ func PlanCycle(ctx context.Context, in PlanInput) *Plan {
 	res := in.Scheduler.Schedule(ctx, in.Snapshot, req, scheduler.Options{Explain: in.Explain || len(in.Intents) > 0})
 	plan := &Plan{Result: res}
 	st := res.Status
+	if _, err := ScoreRateLimit(p); err != nil && !st.IsFailure() {
+		st = framework.Misconfiguredf("%v", err).WithPlugin("Placement")
+	}
 	var groups []decisionGroup
 	if !res.Failed() {
 		groups, st = groupDecisions(p, in.Snapshot, res.Decisions())
@@ -99,4 +102,17 @@ func (d desiredDecision) object(p *clusterv1beta1.Placement) clusterv1beta1.Plac
 		pd.Status.Decisions = []clusterv1beta1.ClusterDecision{}
 	}
 	return pd
+}
+
+// ScoreRateLimit returns how often a placement's decisions may be rewritten for scores alone
+// (spec.scoreRateLimit, one minute when empty), or an error that says how to fix it.
+func ScoreRateLimit(p *clusterv1beta1.Placement) (time.Duration, error) {
+	if p.Spec.ScoreRateLimit == "" {
+		return defaultScoreRateLimit, nil
+	}
+	d, err := time.ParseDuration(p.Spec.ScoreRateLimit)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("spec.scoreRateLimit %q is not a duration such as 30s or 5m: set one, or remove it for the default of %s", p.Spec.ScoreRateLimit, defaultScoreRateLimit)
+	}
+	return d, nil
 }

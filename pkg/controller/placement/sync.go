@@ -24,6 +24,7 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
 // defaultScoreRateLimit applies when a Placement's scoreRateLimit is empty (the CRD defaults
@@ -188,8 +189,10 @@ func keptStatus(p *clusterv1beta1.Placement, st *framework.Status) clusterv1beta
 	return *status
 }
 
+// conditionMessage is OCM's "<plugin>:<message>", bounded: a message may quote user input
+// such as a CEL expression.
 func conditionMessage(st *framework.Status) string {
-	return fmt.Sprintf("%s:%s", st.Plugin(), st.Message())
+	return textcap.Truncate(fmt.Sprintf("%s:%s", st.Plugin(), st.Message()), textcap.MaxMessage)
 }
 
 func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1.HPAIntent {
@@ -237,12 +240,8 @@ func (c *Controller) existingDecisions(p *clusterv1beta1.Placement) (map[string]
 // unchanged and only scores moved, the recorded scores are kept until the limit has passed
 // since the last score-only write. It returns how long until scores may be written.
 func (c *Controller) limitScoreWrites(key string, p *clusterv1beta1.Placement, desired []desiredDecision, existing map[string]*clusterv1beta1.PlacementDecision) time.Duration {
-	limit := defaultScoreRateLimit
-	if p.Spec.ScoreRateLimit != "" {
-		if d, err := time.ParseDuration(p.Spec.ScoreRateLimit); err == nil {
-			limit = d
-		}
-	}
+	// PlanCycle has refused an invalid limit already.
+	limit, _ := ScoreRateLimit(p)
 	now := c.opts.Clock.Now()
 	onlyScores := false
 	for k := range desired {

@@ -69,7 +69,7 @@ func (c *ClusterInfo) Terminating() bool { return !c.Cluster.DeletionTimestamp.I
 // Silence is not absence: a stale inventory only keeps the cluster from being chosen anew. A
 // cluster a placement already decides keeps its decision whatever the age of its inventory;
 // only the cluster's own fate (deleted, unavailable, tainted) removes it, as in OCM.
-const InventoryStaleAfter = 10 * time.Minute
+const InventoryStaleAfter = fleetfitv1alpha1.DefaultInventoryStaleAfter
 
 // InventoryFresh reports whether the cluster has an inventory observed at most StaleAfter
 // before now.

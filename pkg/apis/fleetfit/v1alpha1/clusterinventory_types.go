@@ -1,10 +1,18 @@
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// DefaultInventoryStaleAfter is how old a ClusterInventory may be, by default,
+// and still make its cluster eligible for new decisions on the hub (the hub's
+// --inventory-stale-after). Agents report well within it, even when nothing
+// changes. A stale inventory never takes a decided cluster away.
+const DefaultInventoryStaleAfter = 10 * time.Minute
 
 // ClusterInventory is what one managed cluster really has free, as its
 // fleetfit agent last saw it. It lives on the hub in the namespace named after
