@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,15 +67,9 @@ func Reserve(c *cache.Cache, p *clusterv1beta1.Placement, intents []*fleetfitv1a
 			if cs.Replicas <= 0 {
 				continue
 			}
-			amounts := corev1.ResourceList{}
-			for res, q := range cs.Requests {
-				total := q.DeepCopy()
-				total.Mul(cs.Replicas)
-				amounts[res] = total
-			}
 			rs = append(rs, framework.Reservation{
 				Placement: key, Request: cs.Request, Replicas: cs.Replicas,
-				Amounts: amounts, Base: base, Until: now.Add(timeout),
+				Amounts: consumerAmounts(cs), Base: base, Until: now.Add(timeout),
 			})
 		}
 		c.Reserve(name, key, rs, now)
