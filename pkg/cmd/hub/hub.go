@@ -111,7 +111,7 @@ func NewCommand() *cobra.Command {
 	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placement.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently")
 	fs.DurationVar(&o.InventoryStaleAfter, "inventory-stale-after", o.InventoryStaleAfter, "how old a cluster's ClusterInventory may be and still make the cluster eligible for new decisions; clusters it already decides keep them however old it is")
-	fs.DurationVar(&o.StartupGrace, "startup-grace", o.StartupGrace, "after a start or a leader change, how long placements that already decide clusters are left as they are, so that agents whose reports failed meanwhile (they retry at least every minute) can report first; new placements are scheduled at once")
+	fs.DurationVar(&o.StartupGrace, "startup-grace", o.StartupGrace, "after a start or a leader change, how long to wait before reconsidering, of the hub's own accord, the placements that already decide clusters, so that agents whose reports failed meanwhile (they retry at least every minute) can report first; new placements and any change are handled at once")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "queries per second to the hub API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the hub API server")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among hub replicas with a Lease; only the leader schedules")

@@ -66,10 +66,11 @@ type Options struct {
 	// ReservationTimeout is how long capacity promised to a new decision is held when the
 	// cluster's inventory does not show it used (default 5 minutes).
 	ReservationTimeout time.Duration
-	// StartupGrace is how long after its caches are synced the controller leaves placements
-	// that already decide clusters as they are, so that agents whose reports failed while the
-	// hub was away (they retry at least every minute) can speak before anything is
-	// reconsidered. New placements are scheduled at once. Zero means no grace.
+	// StartupGrace is how long after its caches are synced the controller waits before it
+	// reconsiders, of its own accord, the placements that already decide clusters, so that
+	// agents whose reports failed while the hub was away (they retry at least every minute)
+	// can speak first. New placements, and changes that arrive meanwhile, are handled at once.
+	// Zero means no grace.
 	StartupGrace time.Duration
 }
 
@@ -102,8 +103,6 @@ type Controller struct {
 	// affects would be wasted on the initial list of every object.
 	started  atomic.Bool
 	progress workers.Progress
-	// graceUntil is when the startup grace ends (UnixNano; zero before the start).
-	graceUntil atomic.Int64
 
 	// decisionWrites and statusWrites remember this controller's own writes of decision
 	// lists and Placement status, so that their informer events trigger no cycle and a
@@ -180,13 +179,21 @@ func (c *Controller) Run(ctx context.Context) {
 		// handlers enqueued anything, and this is the same as OCM's start-up resync.
 		Seed: func() int {
 			now := c.opts.Clock.Now()
-			c.graceUntil.Store(now.Add(c.opts.StartupGrace).UnixNano())
 			// The capacity the last decisions before a restart promised is taken again before
 			// the first cycle can count it as free.
 			c.restoreReservations(klog.FromContext(ctx), now)
 			c.started.Store(true)
 			placements, _ := c.placements.List(labels.Everything())
+			snap := c.cache.Snapshot()
 			for _, p := range placements {
+				// Placements that decide clusters are looked at again only after the startup
+				// grace (see Options.StartupGrace); new ones, and any change from now on, at once.
+				if len(snap.DecidedNames(p.Namespace+"/"+p.Name)) > 0 && c.opts.StartupGrace > 0 {
+					if c.Handles(p) {
+						c.queue.AddAfter(p.Namespace+"/"+p.Name, c.opts.StartupGrace)
+					}
+					continue
+				}
 				c.enqueue(p)
 			}
 			return len(placements)
@@ -224,15 +231,6 @@ func (c *Controller) RegisterFleetMetrics(reg prometheus.Registerer) error {
 		}
 		return float64(n)
 	}))
-}
-
-// startupWait returns how long the startup grace still lasts.
-func (c *Controller) startupWait() time.Duration {
-	until := c.graceUntil.Load()
-	if until == 0 {
-		return 0
-	}
-	return max(time.Unix(0, until).Sub(c.opts.Clock.Now()), 0)
 }
 
 // Handles reports whether fleetfit schedules the placement in this mode.

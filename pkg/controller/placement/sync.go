@@ -71,17 +71,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	existingNames := map[string][]string{}
-	decided := false
 	for n, d := range existing {
 		existingNames[n] = decisionClusterNames(d.Status.Decisions)
-		decided = decided || len(existingNames[n]) > 0
-	}
-	// Right after a start, placements that decide clusters wait for the agents to have had
-	// their chance to report (see Options.StartupGrace); new ones go ahead.
-	if wait := c.startupWait(); wait > 0 && decided {
-		logger.V(2).Info("Deferring a placement with decisions until the startup grace has passed", "after", wait)
-		c.queue.AddAfter(key, wait)
-		return nil
 	}
 
 	// Placements with intents take capacity: between the snapshot a cycle reads and recording
