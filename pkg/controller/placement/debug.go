@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -176,7 +177,27 @@ func decodeDryRun(body io.Reader) (*clusterv1beta1.Placement, []*fleetfitv1alpha
 	if p.Name == "" {
 		p.Name = "dry-run"
 	}
+	// Posted objects are what the caller says, not what the hub stores: they must never be
+	// taken for stored ones by the caches keyed on identity (compiled intents by UID and
+	// generation, compiled CEL programs by UID and generation), or a caller could plant
+	// requirements for an object of another namespace.
+	forgetIdentity(&p.ObjectMeta)
+	for _, in := range intents {
+		if in.Namespace == "" {
+			in.Namespace = p.Namespace
+		}
+		if in.Namespace != p.Namespace {
+			return nil, nil, fmt.Errorf("HPAIntent %s is in namespace %q: post intents in the Placement's namespace %q", in.Name, in.Namespace, p.Namespace)
+		}
+		forgetIdentity(&in.ObjectMeta)
+	}
 	return p, intents, nil
+}
+
+// forgetIdentity clears what makes an object look like a stored one.
+func forgetIdentity(m *metav1.ObjectMeta) {
+	m.UID, m.ResourceVersion, m.Generation = "", "", 0
+	m.ManagedFields, m.CreationTimestamp, m.DeletionTimestamp = nil, metav1.Time{}, nil
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
