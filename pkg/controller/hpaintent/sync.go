@@ -3,6 +3,7 @@ package hpaintent
 import (
 	"context"
 	"fmt"
+	"github.com/fleetfit/fleetfit/pkg/textcap"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +27,9 @@ const (
 	ReasonInvalidRequirements = string(hpa.ReasonInvalidRequirements)
 )
 
-// maxMessageLength keeps a condition message within the API's limit.
-const maxMessageLength = 32 * 1024
+// maxMessageLength keeps a condition message within the API's limit (32 KiB): the Valid
+// condition lists every problem of an intent, so it gets more room than other messages.
+const maxMessageLength = 8 * textcap.MaxMessage
 
 // check is one validity policy: ok, or a reason and a message saying what to
 // fix. Checks never fail transiently: listers read the informer cache.
@@ -84,9 +86,7 @@ func ValidCondition(placements clusterlisterv1beta1.PlacementLister, in *v1alpha
 	}
 	if len(msgs) > 0 {
 		cond.Message = strings.Join(msgs, "; ")
-		if len(cond.Message) > maxMessageLength {
-			cond.Message = cond.Message[:maxMessageLength-3] + "..."
-		}
+		cond.Message = textcap.Truncate(cond.Message, maxMessageLength)
 	}
 	return cond
 }

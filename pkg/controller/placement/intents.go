@@ -18,6 +18,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
+	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
 // defaultReservationTimeout is how long capacity promised to a new decision is held when the
@@ -115,6 +116,7 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 	rejected.AndNot(passed)
 	status = in.Status.DeepCopy()
 	status.Candidates = nil
+	budget := maxCandidateNames
 	for _, cs := range consumers {
 		allow := passed.Clone()
 		rejected.ForEach(func(i int) {
@@ -122,14 +124,27 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 				allow.Set(i)
 			}
 		})
-		status.Candidates = append(status.Candidates, candidates(snap, cs, eligible, allow))
+		cc := candidates(snap, cs, eligible, allow, min(budget, maxCandidatesPerConsumer))
+		budget -= len(cc.Clusters)
+		status.Candidates = append(status.Candidates, cc)
 	}
 	meta.SetStatusCondition(&status.Conditions, scheduledCondition(in, p, res.Decisions(), res))
 	status.ScheduledPlacement = p.Name
 	return status, !equality.Semantic.DeepEqual(*status, in.Status)
 }
 
-func candidates(snap *framework.Snapshot, cs hardwarefit.Consumer, eligible, allow *framework.Bitset) fleetfitv1alpha1.ConsumerCandidates {
+// The candidate lists are bounded, so that an intent's status stays far below what the API
+// server accepts in one write whatever the size of the fleet and the number of consumers: each
+// list names at most maxCandidatesPerConsumer clusters, and all of them together at most
+// maxCandidateNames; what is left out is counted in omittedClusters.
+const (
+	maxCandidatesPerConsumer = 100
+	maxCandidateNames        = 1000
+)
+
+// candidates is a consumer's allow or deny list, whichever is shorter, naming at most limit
+// clusters.
+func candidates(snap *framework.Snapshot, cs hardwarefit.Consumer, eligible, allow *framework.Bitset, limit int) fleetfitv1alpha1.ConsumerCandidates {
 	deny := eligible.Clone()
 	deny.AndNot(allow)
 	out := fleetfitv1alpha1.ConsumerCandidates{Consumer: cs.Name, Replicas: int32(cs.Replicas), Mode: fleetfitv1alpha1.CandidateAllow}
@@ -137,7 +152,13 @@ func candidates(snap *framework.Snapshot, cs hardwarefit.Consumer, eligible, all
 	if deny.Count() < allow.Count() {
 		out.Mode, list = fleetfitv1alpha1.CandidateDeny, deny
 	}
-	list.ForEach(func(i int) { out.Clusters = append(out.Clusters, snap.Cluster(i).Name()) })
+	list.ForEach(func(i int) {
+		if len(out.Clusters) < limit {
+			out.Clusters = append(out.Clusters, snap.Cluster(i).Name())
+		} else {
+			out.OmittedClusters++
+		}
+	})
 	return out
 }
 
@@ -176,5 +197,7 @@ func scheduledCondition(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placem
 	if len(reasons) > 0 {
 		cond.Message += ": " + strings.Join(reasons, "; ")
 	}
+	// A reason may quote user input (feature values, expressions): the message stays bounded.
+	cond.Message = textcap.Truncate(cond.Message, textcap.MaxMessage)
 	return cond
 }

@@ -346,10 +346,17 @@ type ConsumerCandidates struct {
 	// mode says whether clusters is an allow list or a deny list.
 	// +required
 	Mode CandidateMode `json:"mode"`
-	// clusters, sorted by name.
+	// clusters, sorted by name. In a large fleet the list is cut (see
+	// omittedClusters), so that the status stays small enough to write.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
 	Clusters []string `json:"clusters,omitempty"`
+	// omittedClusters is how many clusters of the list were left out of
+	// clusters, the last ones by name: the list holds len(clusters) +
+	// omittedClusters clusters in all.
+	// +optional
+	OmittedClusters int32 `json:"omittedClusters,omitempty"`
 }
 
 // DeliveryState summarises a ManifestWork's status on one cluster.
