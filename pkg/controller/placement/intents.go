@@ -117,10 +117,11 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 	status = in.Status.DeepCopy()
 	status.Candidates = nil
 	budget := maxCandidateNames
+	keep := hardwarefit.KeepsDecided(req)
 	for _, cs := range consumers {
 		allow := passed.Clone()
 		rejected.ForEach(func(i int) {
-			if ok, _ := hardwarefit.FitsConsumer(snap.Cluster(i), cs, req.Key(), req.Decided.Has(i), req.Now); ok {
+			if ok, _ := hardwarefit.FitsConsumer(snap.Cluster(i), cs, req.Key(), keep && req.Decided.Has(i), req.Now); ok {
 				allow.Set(i)
 			}
 		})

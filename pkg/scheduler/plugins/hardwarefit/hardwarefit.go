@@ -268,8 +268,9 @@ func (p *HardwareFit) Filter(ctx context.Context, _ *framework.CycleState, snap 
 	ok := make([]bool, len(idx))
 	reasons := make([]string, len(idx))
 	key := req.Key()
+	keep := KeepsDecided(req)
 	workqueue.ParallelizeUntil(ctx, parallelism, len(idx), func(k int) {
-		if req.Decided.Has(idx[k]) {
+		if keep && req.Decided.Has(idx[k]) {
 			ok[k], reasons[k] = stillFits(snap.Cluster(idx[k]), consumers, req.Now)
 			return
 		}
@@ -284,6 +285,20 @@ func (p *HardwareFit) Filter(ctx context.Context, _ *framework.CycleState, snap 
 		}
 	}
 	return out, nil
+}
+
+// KeepsDecided reports whether the placement's decided clusters get the relaxed check of
+// stillFits. They do when every intent has shaped the placement's decisions before
+// (status.scheduledPlacement names it): then its pods may run there. An intent that never
+// did — just created, moved from another placement, or seen by the hub after its Placement —
+// did not choose those clusters, and its requirements are checked on them in full.
+func KeepsDecided(req *framework.Request) bool {
+	for _, in := range req.Intents {
+		if in.Status.ScheduledPlacement != req.Placement.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // Score implements framework.ScorePlugin.

@@ -99,7 +99,17 @@ func intent(consumers ...*st.ConsumerWrapper) *fleetfitv1alpha1.HPAIntent {
 	for _, c := range consumers {
 		w.Consumer(c.Obj())
 	}
-	return w.Obj()
+	in := w.Obj()
+	// It has shaped the placement's decisions before, as an intent of a running workload has.
+	in.Status.ScheduledPlacement = "p"
+	return in
+}
+
+// newIntent is an intent that has never shaped the placement's decisions.
+func newIntent(consumers ...*st.ConsumerWrapper) *fleetfitv1alpha1.HPAIntent {
+	in := intent(consumers...)
+	in.Status.ScheduledPlacement = ""
+	return in
 }
 
 // consumer starts a consumer of replicas pods that each request cpu cores.
@@ -297,6 +307,20 @@ func TestFilter(t *testing.T) {
 			want:    []string{"full-decided"},
 			wantReasons: map[string]string{
 				"full-fresh": "consumer app/web: no schedulable node has 4 cpu free; the best has 0",
+			},
+		},
+		"a new intent checks the decided clusters in full": {
+			clusters: []cluster{
+				reporting("full-decided", busy, pod("busy", "busy-0", "8")),
+				reportingAt("silent-decided", now.Add(-time.Hour), nodes("n", 1, cpuNode("8"))),
+				reporting("room", nodes("n", 1, cpuNode("8"))),
+			},
+			intents: []*fleetfitv1alpha1.HPAIntent{newIntent(consumer("web", 2, "4"))},
+			decided: []string{"full-decided", "silent-decided"},
+			want:    []string{"room"},
+			wantReasons: map[string]string{
+				"full-decided":   "consumer app/web: no schedulable node has 4 cpu free; the best has 0",
+				"silent-decided": "the ClusterInventory is 1h0m0s old (more than 10m0s): not chosen anew until the fleetfit agent reports again (is it running, and can it reach the hub?)",
 			},
 		},
 		"a decided cluster whose nodes lost the required feature is rejected": {
