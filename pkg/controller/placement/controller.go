@@ -114,6 +114,8 @@ type Controller struct {
 	// scoreWrites remembers when a placement's decisions were last rewritten only for scores,
 	// for scoreRateLimit.
 	scoreWrites sync.Map
+	// scheduledWrites remembers, by intent UID, the status.scheduledPlacement last written.
+	scheduledWrites sync.Map
 }
 
 // New wires the controller to the informers. Call Run after starting the factories.
@@ -535,6 +537,14 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 				onIntent(old)
 			}
 		},
-		DeleteFunc: onIntent,
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
+				c.scheduledWrites.Delete(in.UID)
+			}
+			onIntent(obj)
+		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,9 +91,33 @@ func (c *Controller) updateIntents(ctx context.Context, intents, planned []*flee
 		}
 		if _, err := c.fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).UpdateStatus(ctx, planned[i], metav1.UpdateOptions{}); err != nil {
 			errs = append(errs, fmt.Errorf("updating status of HPAIntent %s/%s: %w", in.Namespace, in.Name, err))
+			continue
 		}
+		c.scheduledWrites.Store(in.UID, planned[i].Status.ScheduledPlacement)
 	}
 	return errors.Join(errs...)
+}
+
+// withWrittenScheduledPlacement returns the intents as the next cycle must see them: an intent
+// whose status.scheduledPlacement this controller has written, but whose informer copy does
+// not show it yet, is replaced by a copy that does. Without it, the cycle right after the
+// first would take an intent that has shaped its placement for a new one (see
+// hardwarefit.KeepsDecided) and check the clusters it chose in full again.
+func (c *Controller) withWrittenScheduledPlacement(intents []*fleetfitv1alpha1.HPAIntent) []*fleetfitv1alpha1.HPAIntent {
+	out, copied := intents, false
+	for i, in := range intents {
+		v, ok := c.scheduledWrites.Load(in.UID)
+		if !ok || v.(string) == in.Status.ScheduledPlacement {
+			continue
+		}
+		if !copied {
+			out, copied = slices.Clone(intents), true
+		}
+		cp := *in
+		cp.Status.ScheduledPlacement = v.(string)
+		out[i] = &cp
+	}
+	return out
 }
 
 // intentStatus is an intent's status after a cycle of its placement: the Scheduled condition

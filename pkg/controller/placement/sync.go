@@ -50,7 +50,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	logger := klog.FromContext(ctx).WithValues("placement", klog.KObj(p))
 	ctx = klog.NewContext(ctx, logger)
 
-	intents := c.intentsFor(p)
+	intents := c.withWrittenScheduledPlacement(c.intentsFor(p))
 	for _, in := range intents {
 		// A broken intent stops scheduling, and the decisions stay as they are: better the
 		// last good placement than one computed without the intent's requirements.

@@ -382,11 +382,48 @@ func (e *env) createWorkload(ctx context.Context, name, cpu string) error {
 	if _, err := e.fleetfit.FleetfitV1alpha1().HPAIntents(e.ns).Create(ctx, in, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating HPAIntent %s: %w", name, err)
 	}
-	p := ut.MakePlacement(name, e.ns).NumberOfClusters(1).Obj()
+	// Steady and HardwareFit only: OCM's default Balance would move placements between
+	// clusters on any new cycle (it evens the count of placements per cluster), and these tests
+	// watch for decisions that change while nothing about the workloads does.
+	p := ut.MakePlacement(name, e.ns).NumberOfClusters(1).Mode(clusterv1beta1.PrioritizerPolicyModeExact).
+		BuiltIn("Steady", 1).BuiltIn("HardwareFit", 1).Obj()
 	if _, err := e.clusters.ClusterV1beta1().Placements(e.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Placement %s: %w", name, err)
 	}
 	return nil
+}
+
+// createWorkloadsSeen creates workloads as createWorkloads does, but each Placement only once
+// the hub has validated its intent. A Placement the hub sees before its HPAIntent (the two
+// come through different watches) is scheduled for a moment as a plain Placement, which may
+// decide a cluster with a stale inventory until the intent arrives and HardwareFit takes the
+// cluster away again; tests that assert that no such decision is ever made avoid that window.
+func (e *env) createWorkloadsSeen(prefix string, from, to int, cpu string) {
+	e.t.Helper()
+	for i := from; i < to; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		in := ut.MakeHPAIntent(name, e.ns).Placement(name).Consumer(
+			ut.MakeConsumer("app").Target("Deployment", name, "main").Replicas(1).Requirement(
+				ut.MakeResource("cpu", "cpu").Requests(cpu).Obj(),
+			).Obj(),
+		).Manifest(deployment(name)).Obj()
+		if _, err := e.fleetfit.FleetfitV1alpha1().HPAIntents(e.ns).Create(e.t.Context(), in, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+		framework.Eventually(e.t, func(ctx context.Context) error {
+			got, err := e.fleetfit.FleetfitV1alpha1().HPAIntents(e.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if meta.FindStatusCondition(got.Status.Conditions, "Valid") == nil {
+				return fmt.Errorf("expected the hub to validate HPAIntent %s, saw no Valid condition", name)
+			}
+			return nil
+		})
+		if err := e.createWorkload(e.t.Context(), name, cpu); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 }
 
 // createWorkloads creates the workloads name-0 … name-(n-1) in order, from index from.

@@ -74,7 +74,7 @@ func TestSilentAgentsKeepWorkloads(t *testing.T) {
 		if time.Since(killed) > staleAfter+cycleEvery && e.countLate(t.Context()) == 0 {
 			// The hub has had a cycle's time to see the inventories go stale.
 			e.waitStale(hub, spokes, framework.EventuallyTimeout)
-			e.createWorkloads("late", 0, late, "1")
+			e.createWorkloadsSeen("late", 0, late, "1")
 		}
 	}
 	if e.countLate(t.Context()) == 0 {
