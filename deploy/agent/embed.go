@@ -52,3 +52,15 @@ func HubClusterRBAC(cluster string) []byte {
 func Deployment(image, cluster string) []byte {
 	return []byte(strings.NewReplacer("IMAGE", image, "CLUSTER_NAME", cluster).Replace(deployment))
 }
+
+//go:embed delivery-rbac.yaml
+var deliveryRBAC string
+
+// DeliveryRBAC lets HPAIntents of namespace deliver their workloads into that
+// namespace of a managed cluster: the namespace, the ServiceAccount
+// fleetfit-delivery that OCM's work agent applies them as, and its RBAC (the
+// ClusterRole fleetfit:delivery bound in the namespace, and the namespace
+// object itself).
+func DeliveryRBAC(namespace string) []byte {
+	return []byte(strings.ReplaceAll(deliveryRBAC, "NAMESPACE", namespace))
+}

@@ -20,6 +20,9 @@ type AgentOptions struct {
 	// HubKubeconfig is the agent's self-contained kubeconfig for the hub
 	// (see LoadHubKubeconfig).
 	HubKubeconfig []byte
+	// DeliveryNamespaces are the namespaces whose HPAIntents may deliver
+	// workloads into the same namespace here (see DeliveryObjects).
+	DeliveryNamespaces []string
 }
 
 // ValidateClusterName checks that name can be a managed cluster's name: a
@@ -42,7 +45,37 @@ func (o AgentOptions) Validate() error {
 	if len(o.HubKubeconfig) == 0 {
 		return fmt.Errorf("the agent needs a kubeconfig for the hub")
 	}
+	for _, ns := range o.DeliveryNamespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return fmt.Errorf("delivery namespace %q is not a valid namespace name: %v", ns, msgs)
+		}
+	}
 	return ValidateImage(o.Image)
+}
+
+// DeliveryObjects let the HPAIntents of each namespace deliver their workloads
+// into that namespace of the managed cluster, as deploy/agent's DeliveryRBAC
+// says; the ClusterRole fleetfit:delivery comes once, first.
+func DeliveryObjects(namespaces ...string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	seen := map[string]bool{}
+	for _, ns := range namespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return nil, fmt.Errorf("delivery namespace %q is not a valid namespace name: %v", ns, msgs)
+		}
+		objs, err := Decode(deployagent.DeliveryRBAC(ns))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			key := o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
 }
 
 // AgentObjects are the managed cluster's objects — deploy/agent's namespace,
@@ -76,7 +109,12 @@ func AgentObjects(o AgentOptions) ([]*unstructured.Unstructured, error) {
 			deployagent.HubKubeconfigSecretKey: base64.StdEncoding.EncodeToString(o.HubKubeconfig),
 		},
 	}}
+	delivery, err := DeliveryObjects(o.DeliveryNamespaces...)
+	if err != nil {
+		return nil, err
+	}
 	objs := append(rbac, secret)
+	objs = append(objs, delivery...)
 	return append(objs, deployment...), nil
 }
 

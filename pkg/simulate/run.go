@@ -108,7 +108,7 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 	lister := clusterlisterv1beta1.NewPlacementLister(placements)
 	for _, in := range f.Intents {
 		in = in.DeepCopy()
-		meta.SetStatusCondition(&in.Status.Conditions, hpaintent.ValidCondition(lister, in, metav1.NewTime(now)))
+		meta.SetStatusCondition(&in.Status.Conditions, hpaintent.ValidCondition(lister, nil, in, metav1.NewTime(now)))
 		intents = append(intents, in)
 	}
 	slices.SortFunc(intents, func(a, b *fleetfitv1alpha1.HPAIntent) int {

@@ -225,6 +225,9 @@ func startCluster(ctx context.Context, con *console, f *framework.Fleet, spoke *
 	if err := framework.ApplyAgentRBAC(ctx, f.Hub, spoke, l.Name); err != nil {
 		return err
 	}
+	if err := framework.GrantDelivery(ctx, spoke, Namespace); err != nil {
+		return err
+	}
 	if _, err := framework.StartOCMWorkAgent(ctx, f.Hub, spoke, l.Name); err != nil {
 		return err
 	}

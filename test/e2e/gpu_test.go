@@ -129,6 +129,9 @@ func TestGPUWorkloadRunsOnTheA100Node(t *testing.T) {
 		if err := framework.ApplyAgentRBAC(ctx, hub, spoke, name); err != nil {
 			t.Fatal(err)
 		}
+		if err := framework.GrantDelivery(ctx, spoke, ns); err != nil {
+			t.Fatal(err)
+		}
 		agent, err := framework.StartAgentProcess(ctx, hub, spoke, name, agentMinInterval)
 		if err != nil {
 			t.Fatal(err)

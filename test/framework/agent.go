@@ -46,6 +46,18 @@ func ApplyAgentRBAC(ctx context.Context, hub, spoke *ControlPlane, cluster strin
 	return Apply(ctx, spoke.AdminConfig(), deployagent.SpokeRBAC)
 }
 
+// GrantDelivery lets the HPAIntents of each namespace deliver into that namespace of spoke,
+// with the objects `fleetfit install agent --delivery-namespace` applies: the namespace, the
+// ServiceAccount that OCM's work agent applies their ManifestWorks as, and its RBAC.
+func GrantDelivery(ctx context.Context, spoke *ControlPlane, namespaces ...string) error {
+	for _, ns := range namespaces {
+		if err := Apply(ctx, spoke.AdminConfig(), deployagent.DeliveryRBAC(ns)); err != nil {
+			return fmt.Errorf("granting delivery into %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
 // StartAgent runs fleetfit-agent's reporter for cluster in-process, with the identities
 // deploy/agent grants (the spoke's ServiceAccount, the hub user system:fleetfit:agent:<cluster>;
 // see ApplyAgentRBAC), until ctx ends. It returns a channel that receives the reporter's result

@@ -28,6 +28,8 @@ type AgentOptions struct {
 	HubKubeconfig      string
 	HubAdminKubeconfig string
 	Image              string
+	// DeliveryNamespaces are the namespaces whose HPAIntents may deliver here.
+	DeliveryNamespaces []string
 	// Issue tunes the hub kubeconfig issued for the agent when there is no
 	// --hub-kubeconfig.
 	Issue IssueFlags
@@ -46,6 +48,13 @@ func newAgentCommand(flags *clientopts.Flags) *cobra.Command {
 cluster's CRDs (as 'fleetfit install crds --side spoke'), the namespace ` + deployagent.Namespace + ` with the
 agent's ServiceAccount and RBAC (read Nodes and Pods), a Secret holding the hub kubeconfig of
 --hub-kubeconfig, and a Deployment running fleetfit-agent with it.
+
+HPAIntents deliver their workloads through OCM's work agent, which applies them as the
+ServiceAccount fleetfit-delivery of the intent's namespace, and only as far as that account
+may. --delivery-namespace NAMESPACE (repeatable) creates the namespace, that ServiceAccount
+and its RBAC (the workload kinds the hub delivers by default, in that namespace only), so
+that intents of NAMESPACE on the hub may deliver here; grant more to
+system:serviceaccount:NAMESPACE:fleetfit-delivery for more.
 
 The hub kubeconfig is the agent's own identity on the hub, the user
 system:fleetfit:agent:<cluster> (a client certificate with that common name, for example);
@@ -73,6 +82,7 @@ version's, published as ` + install.ImageRepository + `:<version>.`,
 	c.Flags().StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig the agent uses to reach the hub, as system:fleetfit:agent:<cluster>; its current context is used")
 	c.Flags().StringVar(&o.HubAdminKubeconfig, "hub-admin-kubeconfig", "", "kubeconfig with admin rights on the hub, to grant the agent's identity its RBAC there (as 'fleetfit install agent-access')")
 	c.Flags().StringVar(&o.Image, "image", o.Image, "fleetfit's container image, built from the repository's Dockerfile")
+	c.Flags().StringSliceVar(&o.DeliveryNamespaces, "delivery-namespace", nil, "a namespace whose HPAIntents on the hub may deliver workloads into the same namespace here (repeatable)")
 	o.Issue.addFlags(c.Flags(), "without --hub-kubeconfig: ")
 	o.addFlags(c.Flags())
 	return c
@@ -157,7 +167,7 @@ func (o *AgentOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 		}
 		fmt.Fprintf(out, "On the managed cluster %s (%s):\n", o.ClusterName, cfg.Host)
 	}
-	objs, err := install.AgentObjects(install.AgentOptions{ClusterName: o.ClusterName, Image: o.Image, HubKubeconfig: o.hub.Raw})
+	objs, err := install.AgentObjects(install.AgentOptions{ClusterName: o.ClusterName, Image: o.Image, HubKubeconfig: o.hub.Raw, DeliveryNamespaces: o.DeliveryNamespaces})
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/controller/action"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	"github.com/fleetfit/fleetfit/pkg/delivery"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitscheme "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/scheme"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
@@ -56,8 +57,11 @@ type Options struct {
 	// as they are.
 	InventoryStaleAfter time.Duration
 	StartupGrace        time.Duration
-	QPS                 float32
-	Burst               int
+	// DeliveryKinds and DeliveryNamespaces are what intents may deliver (see pkg/delivery).
+	DeliveryKinds      []string
+	DeliveryNamespaces []string
+	QPS                float32
+	Burst              int
 
 	LeaderElect          bool
 	LeaderElectNamespace string
@@ -79,6 +83,7 @@ func NewOptions() *Options {
 		Workers:              4,
 		InventoryStaleAfter:  framework.InventoryStaleAfter,
 		StartupGrace:         time.Minute,
+		DeliveryKinds:        delivery.DefaultKinds,
 		QPS:                  50,
 		Burst:                100,
 		LeaderElect:          true,
@@ -112,6 +117,8 @@ func NewCommand() *cobra.Command {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently")
 	fs.DurationVar(&o.InventoryStaleAfter, "inventory-stale-after", o.InventoryStaleAfter, "how old a cluster's ClusterInventory may be and still make the cluster eligible for new decisions; clusters it already decides keep them however old it is")
 	fs.DurationVar(&o.StartupGrace, "startup-grace", o.StartupGrace, "after a start or a leader change, how long to wait before reconsidering, of the hub's own accord, the placements that already decide clusters, so that agents whose reports failed meanwhile (they retry at least every minute) can report first; new placements and any change are handled at once")
+	fs.StringSliceVar(&o.DeliveryKinds, "delivery-allowed-kinds", o.DeliveryKinds, "kinds an HPAIntent's workload may deliver, as group/Kind (Kind for the core group); cluster-scoped kinds other than Namespace are never delivered, and OCM's work agent applies each object only as far as the ServiceAccount "+delivery.ExecutorServiceAccount+" of the intent's namespace on the managed cluster may")
+	fs.StringSliceVar(&o.DeliveryNamespaces, "delivery-allowed-namespaces", nil, "namespaces, besides its own, that an HPAIntent's workload may deliver objects into")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "queries per second to the hub API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the hub API server")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among hub replicas with a Lease; only the leader schedules")
@@ -134,6 +141,9 @@ func (o *Options) Validate() error {
 	}
 	if o.InventoryStaleAfter <= 0 {
 		return fmt.Errorf("--inventory-stale-after must be positive, not %s", o.InventoryStaleAfter)
+	}
+	if _, err := delivery.NewPolicy(o.DeliveryKinds, o.DeliveryNamespaces); err != nil {
+		return fmt.Errorf("--delivery-allowed-kinds/--delivery-allowed-namespaces: %w", err)
 	}
 	if o.StartupGrace < 0 {
 		return fmt.Errorf("--startup-grace must not be negative, not %s", o.StartupGrace)
@@ -207,12 +217,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := ctrl.RegisterFleetMetrics(reg); err != nil {
 		return err
 	}
-	validator, err := hpaintent.New(fleetfitClient, recorder, ocmInformers, fleetfitInformers, hpaintent.Options{})
+	policy, err := delivery.NewPolicy(o.DeliveryKinds, o.DeliveryNamespaces)
+	if err != nil {
+		return err
+	}
+	validator, err := hpaintent.New(fleetfitClient, recorder, ocmInformers, fleetfitInformers, hpaintent.Options{Delivery: policy})
 	if err != nil {
 		return err
 	}
 	delivery, err := action.New(action.Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: recorder},
-		ocmInformers, workInformers, fleetfitInformers, action.Options{})
+		ocmInformers, workInformers, fleetfitInformers, action.Options{Delivery: policy})
 	if err != nil {
 		return err
 	}

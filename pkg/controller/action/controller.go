@@ -6,6 +6,7 @@ package action
 
 import (
 	"context"
+	"github.com/fleetfit/fleetfit/pkg/delivery"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -46,6 +47,10 @@ const (
 type Options struct {
 	Workers int
 	Clock   clock.Clock
+	// Delivery is what intents may deliver; default delivery.DefaultKinds into the intent's
+	// namespace. The validation controller refuses intents that ask for more; the action
+	// controller checks again before it writes a ManifestWork.
+	Delivery *delivery.Policy
 }
 
 // Clients are what the controller writes with.

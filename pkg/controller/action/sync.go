@@ -24,10 +24,12 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/mutation"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
+	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
 // WorkName is the name of an intent's ManifestWork in every cluster namespace. A namespace
@@ -63,9 +65,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if valid, known := hpaintent.IsValid(in); !valid || !known {
 		return nil
 	}
+	// The validation controller refuses what the hub does not deliver; this is the last
+	// check before anything reaches a managed cluster (the policy may have changed since).
+	if problems := c.policy().Check(in); len(problems) > 0 {
+		c.clients.Recorder.Eventf(in, nil, corev1.EventTypeWarning, "ManifestNotAllowed", "Deliver",
+			"Nothing is delivered: %s", textcap.Join(problems, "; ", 5, textcap.MaxMessage))
+		return nil // terminal until the intent or the hub's policy changes
+	}
 	resolved, err := hpa.Resolve(in)
 	if err != nil {
-		return nil // the validation controller reports it
+		// Valid, yet it does not resolve: the validation controller has not seen this
+		// generation's problem yet. Say so; its next verdict requeues the intent.
+		c.clients.Recorder.Eventf(in, nil, corev1.EventTypeWarning, "InvalidWorkload", "Deliver",
+			"Nothing new is delivered: %s", textcap.Truncate(err.Error(), textcap.MaxMessage))
+		return nil
 	}
 	if in, err = c.addFinalizer(ctx, in); err != nil {
 		return err
@@ -117,7 +130,10 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 	if apierrors.IsNotFound(err) {
 		existing = nil
 	}
-	optional := c.optionalFor(in, r, cluster, existing)
+	optional, err := c.optionalFor(in, r, cluster, existing)
+	if err != nil {
+		return err
+	}
 	want, err := desiredWork(in, r, cluster, optional)
 	if err != nil {
 		return err
@@ -151,7 +167,10 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 // already applied by the existing ManifestWork (its pods may be using that room now, so the
 // cluster no longer shows it free), and otherwise those the cluster's inventory shows it can
 // meet for every replica.
-func (c *Controller) optionalFor(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, existing *workv1.ManifestWork) map[string][]string {
+//
+// A cluster without inventory gets no optional requirement; an inventory that cannot be read
+// is an error, retried, rather than a delivery without the optional requirements.
+func (c *Controller) optionalFor(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, existing *workv1.ManifestWork) (map[string][]string, error) {
 	out := map[string][]string{}
 	if existing != nil {
 		if v, ok := existing.Annotations[AnnotationOptional]; ok {
@@ -167,17 +186,20 @@ func (c *Controller) optionalFor(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved
 					out[consumer] = append(out[consumer], req)
 				}
 			}
-			return out
+			return out, nil
 		}
 	}
 	inv, err := c.inventories.ClusterInventories(cluster).Get(cluster)
+	if apierrors.IsNotFound(err) {
+		return out, nil
+	}
 	if err != nil {
-		return out
+		return nil, fmt.Errorf("reading the ClusterInventory of %s: %w", cluster, err)
 	}
 	view := inventory.NewView(&inv.Status)
 	consumers, err := hardwarefit.Consumers(in)
 	if err != nil {
-		return out
+		return nil, fmt.Errorf("compiling the intent's requirements: %w", err)
 	}
 	for _, cs := range consumers {
 		for _, o := range cs.Optional {
@@ -186,7 +208,7 @@ func (c *Controller) optionalFor(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // desiredWork builds the ManifestWork for a cluster: the intent's manifests, each consumer's
@@ -222,6 +244,9 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 			Labels:      map[string]string{LabelIntentNamespace: in.Namespace, LabelIntentName: in.Name},
 			Annotations: map[string]string{AnnotationOptional: strings.Join(applied, ",")},
 		},
+		// The work agent applies the manifests only as far as the intent namespace's
+		// ServiceAccount may: an intent's author gets no more on the cluster than that.
+		Spec: workv1.ManifestWorkSpec{Executor: delivery.Executor(in.Namespace)},
 	}
 	// The work agent does not create namespaces: deliver the ones the objects need.
 	have := sets.New[string]()
@@ -253,10 +278,11 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 			})
 		}
 	}
-	// A namespace fleetfit added may hold other things: it stays when the work goes.
-	if len(added) > 0 {
+	// A namespace may hold other things: it stays when the work goes, whether fleetfit added
+	// it or the workload holds it. (So the executor never needs to delete a namespace.)
+	if orphaned := sets.List(have.Union(sets.New(added...))); len(orphaned) > 0 {
 		opt := &workv1.SelectivelyOrphan{}
-		for _, n := range added {
+		for _, n := range orphaned {
 			opt.OrphaningRules = append(opt.OrphaningRules, workv1.OrphaningRule{Resource: "namespaces", Name: n})
 		}
 		w.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan, SelectivelyOrphan: opt}
@@ -358,7 +384,12 @@ func (c *Controller) updateStatus(ctx context.Context, in *fleetfitv1alpha1.HPAI
 	cond := metav1.Condition{Type: fleetfitv1alpha1.ConditionDelivered, ObservedGeneration: in.Generation}
 	switch {
 	case len(deliveryErrs) > 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "DeliveryError", errors.Join(deliveryErrs...).Error()
+		msgs := make([]string, len(deliveryErrs))
+		for i, err := range deliveryErrs {
+			msgs[i] = err.Error()
+		}
+		cond.Status, cond.Reason = metav1.ConditionFalse, "DeliveryError"
+		cond.Message = textcap.Join(msgs, "; ", 10, textcap.MaxMessage)
 	case len(clusters) == 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "NoClusters", "the Placement decides no cluster yet"
 	case failed > 0:
@@ -415,4 +446,12 @@ func feedback(w *workv1.ManifestWork) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// policy is the delivery policy in force.
+func (c *Controller) policy() *delivery.Policy {
+	if c.opts.Delivery != nil {
+		return c.opts.Delivery
+	}
+	return delivery.Default()
 }

@@ -9,6 +9,7 @@ package hpaintent
 import (
 	"context"
 	"fmt"
+	"github.com/fleetfit/fleetfit/pkg/delivery"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,6 +39,9 @@ type Options struct {
 	Workers int
 	// Clock stamps condition transitions; default the real clock.
 	Clock clock.Clock
+	// Delivery is what intents may deliver; default delivery.DefaultKinds into
+	// the intent's namespace.
+	Delivery *delivery.Policy
 }
 
 // Controller validates HPAIntents.

@@ -3,6 +3,7 @@ package hpaintent
 import (
 	"context"
 	"fmt"
+	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 	"strings"
 
@@ -22,6 +23,7 @@ import (
 // Reasons of the Valid condition.
 const (
 	ReasonValid               = "Valid"
+	ReasonManifestNotAllowed  = "ManifestNotAllowed"
 	ReasonPlacementNotFound   = "PlacementNotFound"
 	ReasonInvalidWorkload     = string(hpa.ReasonInvalidWorkload)
 	ReasonInvalidRequirements = string(hpa.ReasonInvalidRequirements)
@@ -33,21 +35,36 @@ const maxMessageLength = 8 * textcap.MaxMessage
 
 // check is one validity policy: ok, or a reason and a message saying what to
 // fix. Checks never fail transiently: listers read the informer cache.
-type check func(placements clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent) (reason, message string, ok bool)
+type check func(v validator, in *v1alpha1.HPAIntent) (reason, message string, ok bool)
+
+// validator is what the checks read besides the intent.
+type validator struct {
+	placements clusterlisterv1beta1.PlacementLister
+	delivery   *delivery.Policy
+}
 
 // checks run in order; every failing one contributes to the message and the
 // first one gives the reason.
-var checks = []check{placementExists, resolves}
+var checks = []check{placementExists, resolves, deliverable}
 
-func placementExists(placements clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent) (string, string, bool) {
+// deliverable refuses manifests the hub does not deliver (see pkg/delivery).
+func deliverable(v validator, in *v1alpha1.HPAIntent) (string, string, bool) {
+	problems := v.delivery.Check(in)
+	if len(problems) == 0 {
+		return "", "", true
+	}
+	return ReasonManifestNotAllowed, strings.Join(problems, "; ") + "; nothing of the workload is delivered until it is fixed", false
+}
+
+func placementExists(v validator, in *v1alpha1.HPAIntent) (string, string, bool) {
 	name := in.Spec.PlacementRef.Name
-	if _, err := placements.Placements(in.Namespace).Get(name); apierrors.IsNotFound(err) {
+	if _, err := v.placements.Placements(in.Namespace).Get(name); apierrors.IsNotFound(err) {
 		return ReasonPlacementNotFound, fmt.Sprintf("Placement %q not found in namespace %q: create it or fix spec.placementRef.name", name, in.Namespace), false
 	}
 	return "", "", true
 }
 
-func resolves(_ clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent) (string, string, bool) {
+func resolves(_ validator, in *v1alpha1.HPAIntent) (string, string, bool) {
 	_, err := hpa.Resolve(in)
 	if err == nil {
 		return "", "", true
@@ -63,8 +80,13 @@ func resolves(_ clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent) (s
 }
 
 // ValidCondition runs the checks and returns the Valid condition for the
-// intent's current generation, stamped with now.
-func ValidCondition(placements clusterlisterv1beta1.PlacementLister, in *v1alpha1.HPAIntent, now metav1.Time) metav1.Condition {
+// intent's current generation, stamped with now. policy is what the hub
+// delivers (nil: delivery.DefaultKinds into the intent's namespace).
+func ValidCondition(placements clusterlisterv1beta1.PlacementLister, policy *delivery.Policy, in *v1alpha1.HPAIntent, now metav1.Time) metav1.Condition {
+	if policy == nil {
+		policy = delivery.Default()
+	}
+	v := validator{placements: placements, delivery: policy}
 	cond := metav1.Condition{
 		Type:               v1alpha1.ConditionValid,
 		Status:             metav1.ConditionTrue,
@@ -75,7 +97,7 @@ func ValidCondition(placements clusterlisterv1beta1.PlacementLister, in *v1alpha
 	}
 	var msgs []string
 	for _, chk := range checks {
-		reason, msg, ok := chk(placements, in)
+		reason, msg, ok := chk(v, in)
 		if ok {
 			continue
 		}
@@ -111,7 +133,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	logger := klog.FromContext(ctx).WithValues("hpaIntent", klog.KObj(in))
 
-	cond := ValidCondition(c.placements, in, metav1.NewTime(c.opts.Clock.Now()))
+	cond := ValidCondition(c.placements, c.opts.Delivery, in, metav1.NewTime(c.opts.Clock.Now()))
 	previous := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionValid)
 	status := in.Status.DeepCopy()
 	meta.SetStatusCondition(&status.Conditions, cond)

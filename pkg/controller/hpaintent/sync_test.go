@@ -89,6 +89,18 @@ func TestValidCondition(t *testing.T) {
 					`consumer "core-fwall": target StatefulSet core-fwall has no container "palo-alto-e3000" (containers: fw); set target.container to one of them`,
 				ObservedGeneration: 3, LastTransitionTime: now},
 		},
+		"a manifest the hub does not deliver": {
+			placements: []string{"p"},
+			intent: withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
+				utiltesting.MakeConsumer("x").Target("Deployment", "x", "x").Requirement(utiltesting.MakeResource("a", "cpu").Requests("1").Obj()).Obj()).
+				Manifest(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "x"},
+					"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "x", "image": "x"}}}}}}).
+				Manifest(map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "all-mine"}}).Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonManifestNotAllowed,
+				Message: `spec.workload.manifests[1] (ClusterRoleBinding all-mine): rbac.authorization.k8s.io/ClusterRoleBinding is cluster-scoped and never delivered: ` +
+					`an intent's workload may only hold namespaced objects of its namespace (and that Namespace); ask the managed clusters' admins to install it; nothing of the workload is delivered until it is fixed`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
 		"requirements problem": {
 			placements: []string{"p"},
 			intent: utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
@@ -103,7 +115,7 @@ func TestValidCondition(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ValidCondition(placementLister(t, tc.placements...), tc.intent, now)
+			got := ValidCondition(placementLister(t, tc.placements...), nil, tc.intent, now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("condition (-want,+got):\n%s", diff)
 			}

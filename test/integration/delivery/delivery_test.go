@@ -92,6 +92,9 @@ func TestDeliverToTheRightNodes(t *testing.T) {
 		if err := framework.ApplyAgentRBAC(ctx, hub, spoke, name); err != nil {
 			t.Fatal(err)
 		}
+		if err := framework.GrantDelivery(ctx, spoke, ns); err != nil {
+			t.Fatal(err)
+		}
 		agentCtx, cancel := context.WithCancel(ctx)
 		done, err := framework.StartAgent(agentCtx, hub, spoke, name, 300*time.Millisecond)
 		if err != nil {
