@@ -7,5 +7,5 @@ import (
 )
 
 func main() {
-	cmd.Execute(agent.NewCommand())
+	cmd.Execute(agent.NewCommand(), cmd.DaemonGrace)
 }

@@ -7,5 +7,5 @@ import (
 )
 
 func main() {
-	cmd.Execute(hub.NewCommand())
+	cmd.Execute(hub.NewCommand(), cmd.DaemonGrace)
 }

@@ -7,5 +7,5 @@ import (
 )
 
 func main() {
-	cmd.Execute(cli.NewCommand())
+	cmd.Execute(cli.NewCommand(), cmd.CLIGrace)
 }

@@ -1,11 +1,13 @@
 package placement
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,9 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 )
+
+// debugTimeout bounds one explain or dry-run cycle served over HTTP.
+const debugTimeout = 30 * time.Second
 
 // DebugPath is OCM's debugger path: GET DebugPath+"<namespace>/<name>" explains a placement,
 // POST DebugPath schedules a posted one without writing anything.
@@ -114,7 +119,10 @@ func (c *Controller) dryRun(r *http.Request, p *clusterv1beta1.Placement, intent
 			existing[n] = decisionClusterNames(d.Status.Decisions)
 		}
 	}
-	plan := PlanCycle(r.Context(), PlanInput{
+	// Bounded by the request (a client that goes away stops the cycle) and by debugTimeout.
+	ctx, cancel := context.WithTimeout(r.Context(), debugTimeout)
+	defer cancel()
+	plan := PlanCycle(ctx, PlanInput{
 		Scheduler: c.scheduler, Snapshot: c.cache.Snapshot(), Placement: p, Intents: intents,
 		Existing: existing, Now: c.opts.Clock.Now(), Explain: true,
 	})

@@ -19,7 +19,24 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
+// CEL runs once per candidate cluster and cycle, so an expression's cost is multiplied by the
+// fleet: what OCM allows one call (a million, as a CRD validation rule) would let one
+// Placement hold a worker for minutes over 10,000 clusters. fleetfit bounds it twice, with
+// cel-go's cost tracking, and an expression over a bound is a misconfiguration of the
+// Placement (its decisions are kept), not a rejection of one cluster repeated on every other:
+//   - one evaluation stops at expressionCostLimit, so an expression too costly for any
+//     cluster is found on the first;
+//   - the evaluations of one cycle together stop at cycleCostBudget.
+//
+// Realistic selectors (label and claim lookups, scores(), a comprehension over a cluster's
+// labels or claims) cost tens to a few thousand.
+// cycleCostBudget is about two seconds of evaluation on one core: a selector of 100 over
+// 10,000 clusters costs a tenth of it.
+var cycleCostBudget uint64 = 10_000_000
+
 const (
+	expressionCostLimit = 100_000
+
 	// clusterCostBudget is the runtime cost that the CEL expressions of one predicate may
 	// spend on one cluster, as in OCM; an expression that would exceed it rejects the cluster.
 	clusterCostBudget = int64(celconfig.RuntimeCELCostBudget)
@@ -122,7 +139,7 @@ func (e *celEvaluator) compile(expressions []string) celPrograms {
 			return out
 		}
 		prg, err := e.env.Program(ast,
-			cel.CostLimit(celconfig.PerCallLimit),
+			cel.CostLimit(expressionCostLimit),
 			cel.CostTracking(e.estimator),
 			cel.InterruptCheckFrequency(celconfig.CheckFrequency),
 		)
@@ -135,40 +152,63 @@ func (e *celEvaluator) compile(expressions []string) celPrograms {
 	return out
 }
 
+// evaluation is the outcome of a predicate's expressions on one cluster.
+type evaluation struct {
+	// failed is -1 when every expression is true, else the index of the first one that is
+	// not, and cause says why ("is false", "is not a bool", "failed: ...").
+	failed int
+	cause  string
+	// cost is what the evaluation cost; tooCostly is set when an expression went over
+	// expressionCostLimit, which makes the placement misconfigured.
+	cost      uint64
+	tooCostly string
+}
+
 // evaluate runs the expressions of one predicate against a cluster, within one cost budget.
-// It returns -1 when every expression is true, or the index of the first one that is not and
-// why ("is false", "is not a bool", "failed: ...").
-func (e *celEvaluator) evaluate(ctx context.Context, logger klog.Logger, p *celPrograms, cluster *clusterv1.ManagedCluster) (int, string) {
+func (e *celEvaluator) evaluate(ctx context.Context, logger klog.Logger, p *celPrograms, cluster *clusterv1.ManagedCluster) evaluation {
 	obj, err := e.objects.get(cluster)
 	if err != nil {
 		logger.Error(err, "Failed to convert cluster for CEL", "cluster", cluster.Name)
-		return 0, "could not be evaluated: " + err.Error()
+		return evaluation{failed: 0, cause: "could not be evaluated: " + err.Error()}
 	}
 	input := map[string]any{"managedCluster": obj}
 	budget := clusterCostBudget
+	var out evaluation
 	for k, prg := range p.programs {
 		val, details, err := prg.ContextEval(ctx, input)
 		if details == nil || details.ActualCost() == nil {
-			return k, "has no cost information"
+			return evaluation{failed: k, cause: "has no cost information", cost: out.cost}
 		}
 		cost := *details.ActualCost()
+		out.cost += cost
+		if cost >= expressionCostLimit {
+			out.failed = k
+			out.tooCostly = fmt.Sprintf("CEL expression %q cost more than %d on cluster %s, the limit per cluster: simplify it (fewer nested comprehensions, smaller lists)",
+				p.expressions[k], expressionCostLimit, cluster.Name)
+			return out
+		}
 		if cost > uint64(budget) {
-			return k, fmt.Sprintf("exceeds the cost budget (%d > %d)", cost, budget)
+			out.failed, out.cause = k, fmt.Sprintf("exceeds the cost budget (%d > %d)", cost, budget)
+			return out
 		}
 		budget -= int64(cost)
 		if err != nil {
 			logger.V(logLevelEval).Info("CEL expression failed", "cluster", cluster.Name, "expression", p.expressions[k], "err", err)
-			return k, "failed: " + err.Error()
+			out.failed, out.cause = k, "failed: "+err.Error()
+			return out
 		}
 		b, ok := val.Value().(bool)
 		if !ok {
-			return k, fmt.Sprintf("is not a bool but %s", val.Type().TypeName())
+			out.failed, out.cause = k, fmt.Sprintf("is not a bool but %s", val.Type().TypeName())
+			return out
 		}
 		if !b {
-			return k, "is false"
+			out.failed, out.cause = k, "is false"
+			return out
 		}
 	}
-	return -1, ""
+	out.failed = -1
+	return out
 }
 
 // objectCache keeps each cluster converted to unstructured, the form CEL reads, because the

@@ -81,22 +81,51 @@ func (p *Predicate) Filter(ctx context.Context, _ *framework.CycleState, snap *f
 
 	logger := klog.FromContext(ctx)
 	out := framework.NewBitset(snap.NumClusters())
+	explain := rejections != nil
+	var reasons []string
+	if explain {
+		reasons = make([]string, len(selectors))
+	}
+	var spent uint64
+	var stop *framework.Status
 	candidates.ForEach(func(i int) {
+		if stop != nil {
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			stop = framework.AsStatus(fmt.Errorf("evaluating predicates: %w", err))
+			return
+		}
 		info := snap.Cluster(i)
+		// Each selector is evaluated once per cluster; with explain, its reason comes from
+		// that same evaluation.
 		for k := range selectors {
-			if ok, _ := p.matches(ctx, logger, &selectors[k], info, false); ok {
+			m := p.matches(ctx, logger, &selectors[k], info, explain)
+			spent += m.cost
+			if m.tooCostly != "" {
+				stop = framework.Misconfiguredf("%s", m.tooCostly)
+				return
+			}
+			if spent > cycleCostBudget {
+				stop = framework.Misconfiguredf("the CEL expressions of the predicates cost more than %d over %d clusters, the limit of one scheduling cycle: "+
+					"simplify them, or select fewer clusters with label or claim selectors first", cycleCostBudget, i+1)
+				return
+			}
+			if m.ok {
 				out.Set(i)
 				return
 			}
-		}
-		if rejections != nil {
-			reasons := make([]string, len(selectors))
-			for k := range selectors {
-				_, reasons[k] = p.matches(ctx, logger, &selectors[k], info, true)
+			if explain {
+				reasons[k] = m.reason
 			}
+		}
+		if explain {
 			framework.Rejectf(rejections, i, "no predicate matches: %s", strings.Join(reasons, "; "))
 		}
 	})
+	if stop != nil {
+		return nil, stop
+	}
 	return out, nil
 }
 
@@ -130,6 +159,7 @@ func (p *Predicate) prepare(pl *clusterv1beta1.Placement) ([]selector, *framewor
 		if programs[i].err != "" {
 			return nil, framework.Misconfiguredf("%s", programs[i].err)
 		}
+
 		if len(programs[i].programs) > 0 {
 			selectors[i].cel = &programs[i]
 		}
@@ -137,30 +167,38 @@ func (p *Predicate) prepare(pl *clusterv1beta1.Placement) ([]selector, *framewor
 	return selectors, nil
 }
 
+// match is the outcome of one predicate on one cluster.
+type match struct {
+	ok bool
+	// reason says why not, when explaining.
+	reason string
+	// cost and tooCostly are the CEL evaluation's (see evaluation).
+	cost      uint64
+	tooCostly string
+}
+
 // matches reports whether the cluster matches the predicate and, when explain is set and it
 // does not, why. Reasons are built only for explain so the common path does not allocate.
-func (p *Predicate) matches(ctx context.Context, logger klog.Logger, s *selector, info *framework.ClusterInfo, explain bool) (bool, string) {
+func (p *Predicate) matches(ctx context.Context, logger klog.Logger, s *selector, info *framework.ClusterInfo, explain bool) match {
 	if s.labels != nil && !s.labels.Matches(labels.Set(info.Cluster.Labels)) {
 		if !explain {
-			return false, ""
+			return match{}
 		}
-		return false, fmt.Sprintf("labels do not match %q", s.labelsShown)
+		return match{reason: fmt.Sprintf("labels do not match %q", s.labelsShown)}
 	}
 	if s.claims != nil && !s.claims.Matches(info.Claims) {
 		if !explain {
-			return false, ""
+			return match{}
 		}
-		return false, fmt.Sprintf("claims do not match %q", s.claimsShown)
+		return match{reason: fmt.Sprintf("claims do not match %q", s.claimsShown)}
 	}
 	if s.cel == nil {
-		return true, ""
+		return match{ok: true}
 	}
-	failed, cause := p.cel.evaluate(ctx, logger, s.cel, info.Cluster)
-	if failed < 0 {
-		return true, ""
+	ev := p.cel.evaluate(ctx, logger, s.cel, info.Cluster)
+	m := match{ok: ev.failed < 0, cost: ev.cost, tooCostly: ev.tooCostly}
+	if !m.ok && explain {
+		m.reason = fmt.Sprintf("CEL expression %q %s", s.cel.expressions[ev.failed], ev.cause)
 	}
-	if !explain {
-		return false, ""
-	}
-	return false, fmt.Sprintf("CEL expression %q %s", s.cel.expressions[failed], cause)
+	return m
 }
