@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -159,7 +160,11 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := RequireAPIs(cfg.Host, discovery.NewDiscoveryClientForConfigOrDie(cfg)); err != nil {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("connecting to the hub %s: %w", cfg.Host, err)
+	}
+	if err := RequireAPIs(cfg.Host, dc); err != nil {
 		return err
 	}
 	logger.Info("Hub APIs served", "host", cfg.Host, "version", version.Get().GitVersion)
@@ -304,8 +309,15 @@ func RequireAPIs(host string, dc discovery.DiscoveryInterface) error {
 	for _, api := range requiredAPIs {
 		gv, resources := api.groupVersion, api.resources
 		list, err := dc.ServerResourcesForGroupVersion(gv)
-		if err != nil {
-			return fmt.Errorf("hub %s does not serve %s (%v): install the CRDs with `fleetfit install crds --side hub`", host, gv, err)
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("hub %s does not serve %s: install the CRDs with `fleetfit install crds --side hub`", host, gv)
+		case apierrors.IsUnauthorized(err):
+			return fmt.Errorf("hub %s does not accept the credentials of the kubeconfig (%v): check --kubeconfig", host, err)
+		case apierrors.IsForbidden(err):
+			return fmt.Errorf("hub %s forbids reading its API discovery to this identity (%v): grant it fleetfit-hub's RBAC (deploy/hub)", host, err)
+		case err != nil:
+			return fmt.Errorf("cannot read the APIs of the hub %s (is it reachable?): %w", host, err)
 		}
 		served := map[string]bool{}
 		for _, r := range list.APIResources {
