@@ -19,6 +19,8 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/simulate"
 )
 
@@ -58,7 +60,9 @@ func newClustersCommand(flags *clientopts.Flags) *cobra.Command {
 		Short:   "List the managed clusters with what their nodes really have free",
 		Long: `List the managed clusters with what their fleetfit agents report: nodes (ready/total), free and
 allocatable cpu and memory, GPUs free/allocatable by model, notable node features, and the
-age of the inventory. Free amounts count only schedulable nodes.`,
+age of the inventory. Free amounts count only schedulable nodes. An inventory older than the
+hub's default --inventory-stale-after (10m) is marked stale: the cluster keeps the decisions
+it has, and gets no new ones until its agent reports again.`,
 		Example: `  fleetfit get clusters --kubeconfig hub.kubeconfig
   fleetfit get clusters -f deploy/examples/fleet.yaml -o wide`,
 		Args: cobra.NoArgs,
@@ -84,7 +88,8 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 	slices.SortFunc(clusters, func(a, b *clusterv1.ManagedCluster) int { return cmp.Compare(a.Name, b.Name) })
 	inventories := map[string]*fleetfitv1alpha1.ClusterInventory{}
 	for _, inv := range fleet.Inventories {
-		if inv.Name == inv.Namespace {
+		// Only the agent's report counts, as on the hub.
+		if cache.InventoryName(inv) {
 			inventories[inv.Namespace] = inv
 		}
 	}
@@ -121,7 +126,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 				freeOfAllocatable(st, corev1.ResourceMemory),
 				gpus(st),
 				features(st, wide),
-				output.Age(st.ObservedAt.Time, now)+" ago",
+				inventoryAge(st.ObservedAt.Time, now),
 			)
 		}
 		if wide {
@@ -134,6 +139,16 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 		t.Row(row...)
 	}
 	return t.Flush()
+}
+
+// inventoryAge is how old the inventory is, marked stale past the hub's default
+// --inventory-stale-after: the cluster keeps its decisions but gets no new ones.
+func inventoryAge(observed, now time.Time) string {
+	age := output.Age(observed, now) + " ago"
+	if now.Sub(observed) > framework.InventoryStaleAfter {
+		age += " (stale)"
+	}
+	return age
 }
 
 // available is the ManagedCluster's Available condition, as `kubectl get managedclusters`

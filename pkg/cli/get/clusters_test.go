@@ -1,0 +1,59 @@
+package get
+
+import (
+	stdbytes "bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetfit/fleetfit/pkg/cli/output"
+)
+
+// TestGetClustersShowsStale: a cluster whose inventory is an hour old is marked stale, one
+// whose inventory is a minute old is not. (A fleet file refuses a second ClusterInventory in
+// a cluster's namespace; from the hub, get clusters ignores it as the hub does.)
+func TestGetClustersShowsStale(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	inventory := func(ns, name string, observed time.Time, nodes int) string {
+		return `---
+apiVersion: fleetfit.io/v1alpha1
+kind: ClusterInventory
+metadata: {namespace: ` + ns + `, name: ` + name + `}
+status:
+  observedAt: "` + observed.Format(time.RFC3339) + `"
+  nodeCount: ` + string(rune('0'+nodes)) + `
+  readyNodeCount: ` + string(rune('0'+nodes)) + `
+`
+	}
+	fleet := `apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata: {name: fresh}
+spec: {hubAcceptsClient: true}
+---
+apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata: {name: silent}
+spec: {hubAcceptsClient: true}
+` + inventory("fresh", "fresh", now.Add(-time.Minute), 2) + inventory("silent", "silent", now.Add(-time.Hour), 3)
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(path, []byte(fleet), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := &ClustersOptions{Files: []string{path}, Output: &output.Flags{Format: output.Table}, Now: func() time.Time { return now }}
+	var out stdbytes.Buffer
+	if err := o.Run(t.Context(), &out); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		rows[strings.Fields(line)[0]] = line
+	}
+	if r := rows["fresh"]; !strings.Contains(r, " 2/2 ") || strings.Contains(r, "stale") {
+		t.Errorf("row of fresh %q: want 2/2 nodes and no stale mark", r)
+	}
+	if r := rows["silent"]; !strings.Contains(r, "60m ago (stale)") && !strings.Contains(r, "1h ago (stale)") {
+		t.Errorf("row of silent %q: want its inventory marked stale", r)
+	}
+}
