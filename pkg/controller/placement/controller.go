@@ -116,6 +116,9 @@ type Controller struct {
 	scoreWrites sync.Map
 	// scheduledWrites remembers, by intent UID, the status.scheduledPlacement last written.
 	scheduledWrites sync.Map
+	// firstSeen remembers when a Placement created while the controller runs was first seen
+	// (see intentSettle).
+	firstSeen sync.Map
 }
 
 // New wires the controller to the informers. Call Run after starting the factories.
@@ -260,6 +263,9 @@ func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if p, ok := obj.(*clusterv1beta1.Placement); ok {
+				if c.started.Load() {
+					c.firstSeen.Store(p.Namespace+"/"+p.Name, c.opts.Clock.Now())
+				}
 				c.enqueue(p)
 			}
 		},
@@ -281,6 +287,7 @@ func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
 				obj = d.Obj
 			}
 			if p, ok := obj.(*clusterv1beta1.Placement); ok {
+				c.firstSeen.Delete(p.Namespace + "/" + p.Name)
 				c.scoreWrites.Delete(p.Namespace + "/" + p.Name)
 				c.statusWrites.forget(p.Namespace + "/" + p.Name)
 			}

@@ -71,8 +71,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	existingNames := map[string][]string{}
+	decided := false
 	for n, d := range existing {
 		existingNames[n] = decisionClusterNames(d.Status.Decisions)
+		decided = decided || len(existingNames[n]) > 0
+	}
+	if wait := c.settleWait(key, len(intents) > 0 || decided); wait > 0 {
+		c.queue.AddAfter(key, wait)
+		return nil
 	}
 
 	// Placements with intents take capacity: between the snapshot a cycle reads and recording
@@ -145,6 +151,31 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.queue.AddAfter(key, requeue)
 	}
 	return nil
+}
+
+// intentSettle is how long a Placement that has just been created, and has neither intents
+// nor decisions yet, waits for its first cycle. A Placement and its HPAIntent are usually
+// created together (kubectl apply -f), in either order, and reach the hub through different
+// watches: scheduled before its intent shows up, the Placement would be decided for a moment
+// as a plain one, on clusters that may not have what the intent needs.
+const intentSettle = time.Second
+
+// settleWait returns how long the first cycle of a just created Placement should still wait
+// for its intents (see intentSettle); shaped says whether it has intents or decisions already.
+func (c *Controller) settleWait(key string, shaped bool) time.Duration {
+	v, ok := c.firstSeen.Load(key)
+	if !ok {
+		return 0
+	}
+	if shaped {
+		c.firstSeen.Delete(key)
+		return 0
+	}
+	wait := v.(time.Time).Add(intentSettle).Sub(c.opts.Clock.Now())
+	if wait <= 0 {
+		c.firstSeen.Delete(key)
+	}
+	return max(wait, 0)
 }
 
 // keepDecisions handles a cycle that could not finish. Unlike OCM, the existing decisions are
