@@ -144,7 +144,8 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 			}
 			oldValid, _ := hpaintent.IsValid(old)
 			valid, _ := hpaintent.IsValid(in)
-			if old.Generation != in.Generation || oldValid != valid || !old.DeletionTimestamp.Equal(in.DeletionTimestamp) {
+			if old.Generation != in.Generation || oldValid != valid || !old.DeletionTimestamp.Equal(in.DeletionTimestamp) ||
+				old.Status.ScheduledPlacement != in.Status.ScheduledPlacement {
 				c.enqueue(in)
 			}
 		},

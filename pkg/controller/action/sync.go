@@ -65,6 +65,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if valid, known := hpaintent.IsValid(in); !valid || !known {
 		return nil
 	}
+	// Until its placement has been scheduled with it, the placement's decisions were made
+	// without the intent's requirements: nothing is delivered there yet. (The placement
+	// controller's status write, and then its decisions, bring the intent back here.)
+	if in.Status.ScheduledPlacement != in.Spec.PlacementRef.Name {
+		return nil
+	}
 	// The validation controller refuses what the hub does not deliver; this is the last
 	// check before anything reaches a managed cluster (the policy may have changed since).
 	if problems := c.policy().Check(in); len(problems) > 0 {
