@@ -17,7 +17,11 @@ import (
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
-// applyExamples creates the examples' Placements and HPAIntents on the hub.
+// applyExamples creates the examples' Placements and HPAIntents on the hub, one example at a
+// time: each is decided before the next is applied. Some examples compete for the same nodes
+// (fwall and inference both fit only on cluster2's AVX-512 node), and applied at once, which
+// one the hub decides first would change from run to run; one by one, the demo always ends
+// the same.
 func applyExamples(ctx context.Context, f *framework.Fleet, examples []Example) error {
 	clusters := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig()).ClusterV1beta1()
 	intents := fleetfitclient.NewForConfigOrDie(f.Hub.AdminConfig()).FleetfitV1alpha1()
@@ -27,6 +31,13 @@ func applyExamples(ctx context.Context, f *framework.Fleet, examples []Example) 
 		}
 		if _, err := intents.HPAIntents(Namespace).Create(ctx, e.Intent, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating HPAIntent %s: %w", e.Intent.Name, err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			decided, err := Decided(ctx, f, e.Placement.Name)
+			return err == nil && len(decided) > 0, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for Placement %s to be decided: %w", e.Placement.Name, err)
 		}
 	}
 	return nil

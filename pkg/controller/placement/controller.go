@@ -108,8 +108,10 @@ type Controller struct {
 	// lists and Placement status, so that their informer events trigger no cycle and a
 	// lister that has not caught up yet causes no second write.
 	decisionWrites writeTracker
-	// reserveMu serialises the cycles of placements with intents (see sync).
+	// reserveMu guards reserving a cycle's result against the reservations it saw (see sync),
+	// and commits orders the cycles of placements with intents.
 	reserveMu    sync.Mutex
+	commits      *commitOrder
 	statusWrites writeTracker
 	// scoreWrites remembers when a placement's decisions were last rewritten only for scores,
 	// for scoreRateLimit.
@@ -150,6 +152,7 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit f
 	ctrl := &Controller{
 		client: clients.Cluster, fleetfit: clients.Fleetfit, recorder: clients.Recorder, cache: c, scheduler: sched, opts: opts,
 		placements: pi.Lister(), decisions: di.Lister(), sets: si.Lister(), bindings: bi.Lister(), intents: hi.Lister(),
+		commits: newCommitOrder(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workers.RateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placements"}),
 	}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/retry"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
@@ -89,13 +91,45 @@ func (c *Controller) updateIntents(ctx context.Context, intents, planned []*flee
 		if equality.Semantic.DeepEqual(planned[i].Status, in.Status) {
 			continue
 		}
-		if _, err := c.fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).UpdateStatus(ctx, planned[i], metav1.UpdateOptions{}); err != nil {
+		if err := c.writeIntentStatus(ctx, planned[i]); err != nil {
 			errs = append(errs, fmt.Errorf("updating status of HPAIntent %s/%s: %w", in.Namespace, in.Name, err))
 			continue
 		}
 		c.scheduledWrites.Store(in.UID, planned[i].Status.ScheduledPlacement)
 	}
 	return errors.Join(errs...)
+}
+
+// writeIntentStatus writes the status fields the placement controller owns — the Scheduled
+// condition, candidates, scheduledPlacement and reservations — onto the intent. The
+// validation and action controllers write other fields of the same status; on a conflict with
+// them, the fields are put onto the latest object and written again at once, rather than the
+// whole cycle waiting for a retry.
+func (c *Controller) writeIntentStatus(ctx context.Context, planned *fleetfitv1alpha1.HPAIntent) error {
+	intents := c.fleetfit.FleetfitV1alpha1().HPAIntents(planned.Namespace)
+	want := planned
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := intents.UpdateStatus(ctx, want, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		latest, getErr := intents.Get(ctx, planned.Name, metav1.GetOptions{})
+		if getErr != nil {
+			return getErr
+		}
+		if latest.Generation != planned.Generation {
+			return err // the spec changed: the next cycle computes a new status
+		}
+		latest = latest.DeepCopy()
+		if cond := meta.FindStatusCondition(planned.Status.Conditions, fleetfitv1alpha1.ConditionScheduled); cond != nil {
+			meta.SetStatusCondition(&latest.Status.Conditions, *cond)
+		}
+		latest.Status.Candidates = planned.Status.Candidates
+		latest.Status.ScheduledPlacement = planned.Status.ScheduledPlacement
+		latest.Status.Reservations = planned.Status.Reservations
+		want = latest
+		return err
+	})
 }
 
 // withWrittenScheduledPlacement returns the intents as the next cycle must see them: an intent

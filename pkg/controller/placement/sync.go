@@ -90,6 +90,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var plan *Plan
 	var snap *framework.Snapshot
 	var now time.Time
+	var ticket uint64
+	if len(intents) > 0 {
+		// Cycles commit in the order they start (see commitOrder).
+		ticket = c.commits.begin()
+		defer c.commits.end(ticket)
+	}
 	for {
 		var epoch uint64
 		snap, epoch = c.cache.SnapshotAt()
@@ -99,6 +105,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if len(intents) == 0 || plan.Kept {
 			break
 		}
+		c.commits.wait(ticket)
 		c.reserveMu.Lock()
 		if c.cache.ReservationEpoch() == epoch {
 			break // reserveMu stays held until the result is reserved
@@ -118,6 +125,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		before := snap.DecidedNames(key)
 		c.reserve(p, intents, before, res.Decisions(), now)
 		c.reserveMu.Unlock()
+		c.commits.end(ticket)
 		for i, in := range intents {
 			plan.Intents[i].Status.Reservations = persistedReservations(in, snap, before, res.Decisions(), now, c.reservationTimeout())
 		}
