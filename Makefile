@@ -131,6 +131,19 @@ test-integration: build tools ## Run integration tests against real kube-apiserv
 test-e2e: build tools ## Run end-to-end tests: bin/fleetfit-hub and fleetfit-agent, OCM's work agent, kube-scheduler and kwok as processes.
 	FLEETFIT_BIN_DIR=$(BIN) $(GO_TEST) $(TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
+FUZZTIME ?= 1m
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 1m; CI runs them briefly). New findings land in the package's testdata/fuzz.
+	@targets=$$(grep -rl --include='*_test.go' '^func Fuzz' cmd pkg | sort); \
+	if [ -z "$$targets" ]; then echo "no fuzz targets"; exit 1; fi; \
+	for file in $$targets; do \
+		dir=./$$(dirname $$file); \
+		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+			echo "+ $$fn ($$dir) for $(FUZZTIME)"; \
+			$(GO_TEST) -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
+
 .PHONY: bench
 bench: ## Run benchmarks.
 	$(GO_TEST) -run '^$$' -bench . -benchmem ./pkg/...
