@@ -141,6 +141,11 @@ func TestViewQueries(t *testing.T) {
 			resources: rl("cpu", "4", "nvidia.com/gpu", "0"),
 			want:      answers{Fits: true, Replicas: 4, Exact: true},
 		},
+		"an untolerated taint with an empty key is named as the obstacle": {
+			nodes:     []*corev1.Node{eight.Clone().Name("t").Taint("", "x", corev1.TaintEffectNoSchedule).Obj()},
+			resources: rl("cpu", "1"),
+			want:      answers{Exact: true, Reason: "every schedulable node has a taint the request does not tolerate, e.g. =x:NoSchedule"},
+		},
 		"truncated shapes give a lower bound": {
 			cfg:   truncating,
 			nodes: nodes(2, "n", eight),
