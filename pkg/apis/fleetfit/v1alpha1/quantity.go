@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"gopkg.in/inf.v0"
@@ -61,6 +62,26 @@ func (r *ResourceAmount) inKubernetesUnits(field string, q resource.Quantity) (r
 		return resource.Quantity{}, fmt.Errorf("converting %s %s with units %s: %w", field, q.String(), r.Units, err)
 	}
 	return converted, nil
+}
+
+// MaxAmount is the largest amount of a resource an HPAIntent may ask for, in
+// the resource's own unit (cores, bytes, devices): the largest whole amount
+// whose thousandths fit an int64, which is how fleetfit counts amounts when
+// it fits them on nodes. That is about 8 PiB of memory and far beyond any
+// node, so it refuses only amounts that are mistakes, and it keeps every
+// amount the API accepts exact instead of clamped.
+const MaxAmount int64 = math.MaxInt64 / 1000
+
+// MaxAmountIn returns the largest whole number of one of EMCO's legacy units
+// that converts to at most MaxAmount, e.g. 8388 for TiB, and false for units
+// that are not known.
+func MaxAmountIn(units string) (int64, bool) {
+	suffix, ok := legacyUnitSuffix(units)
+	if !ok {
+		return 0, false
+	}
+	unit := resource.MustParse("1" + suffix)
+	return MaxAmount / unit.Value(), true
 }
 
 // legacyUnitSuffix maps one of EMCO's units to the Kubernetes quantity suffix

@@ -138,3 +138,36 @@ func TestEffectiveRequestsIsACopy(t *testing.T) {
 		t.Errorf("Requests after adding to the result (-want,+got):\n%s", diff)
 	}
 }
+
+func TestMaxAmountIn(t *testing.T) {
+	got := map[string]int64{}
+	for _, units := range []string{"K", "KB", "M", "MB", "G", "GB", "T", "TB", "Ki", "KiB", "Mi", "MiB", "Gi", "GiB", "Ti", "TiB", "PB", ""} {
+		if m, ok := MaxAmountIn(units); ok {
+			got[units] = m
+		}
+	}
+	want := map[string]int64{
+		"K": 9223372036854, "KB": 9223372036854, "M": 9223372036, "MB": 9223372036,
+		"G": 9223372, "GB": 9223372, "T": 9223, "TB": 9223,
+		"Ki": 9007199254740, "KiB": 9007199254740, "Mi": 8796093022, "MiB": 8796093022,
+		"Gi": 8589934, "GiB": 8589934, "Ti": 8388, "TiB": 8388,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("MaxAmountIn (-want,+got):\n%s", diff)
+	}
+	// The largest number of each unit converts to at most MaxAmount, and one
+	// more to beyond it.
+	most := *resource.NewQuantity(MaxAmount, resource.DecimalSI)
+	for units, m := range want {
+		for n, wantAbove := range map[int64]bool{m: false, m + 1: true} {
+			a := ResourceAmount{Requests: resource.NewQuantity(n, resource.DecimalSI), Units: units}
+			q, err := a.EffectiveRequests()
+			if err != nil {
+				t.Fatalf("%d %s: %v", n, units, err)
+			}
+			if above := q.Cmp(most) > 0; above != wantAbove {
+				t.Errorf("%d %s converts to %s: above MaxAmount is %t, want %t", n, units, q.String(), above, wantAbove)
+			}
+		}
+	}
+}

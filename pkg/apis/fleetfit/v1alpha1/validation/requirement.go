@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -69,6 +71,20 @@ func msgNeedsOneInteger(op corev1.NodeSelectorOperator) string {
 	return fmt.Sprintf(`operator %s takes exactly one integer value, e.g. values: ["8"]`, op)
 }
 
+func msgIntegerOutOfRange(op corev1.NodeSelectorOperator, value string) string {
+	return fmt.Sprintf("operator %s compares 64-bit integers, from -9223372036854775808 to 9223372036854775807, as node affinity does; %s is out of range", op, value)
+}
+
+// msgAmountTooLarge is the message of the rules that bound requests and
+// limits; units is "" when the amount has none.
+func msgAmountTooLarge(units string) string {
+	most := strconv.FormatInt(v1alpha1.MaxAmount, 10)
+	if m, ok := v1alpha1.MaxAmountIn(units); ok {
+		most = strconv.FormatInt(m, 10) + " with units " + units
+	}
+	return "must be at most " + most + ", the largest amount fleetfit can count (about 8 PiB of memory, 9.2e15 of other resources)"
+}
+
 // Messages of the checks the CRD cannot make. Each says what is expected and
 // gives an example; describe appends what Kubernetes found wrong.
 const (
@@ -123,8 +139,20 @@ func validateAmount(a *v1alpha1.ResourceAmount, path *field.Path) field.ErrorLis
 	if (req != nil && req.Sign() < 0) || (lim != nil && lim.Sign() < 0) {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgNegativeAmount))
 	}
-	if a.Units != "" && ((req != nil && !isCELInteger(req)) || (lim != nil && !isCELInteger(lim))) {
+	// An amount too large to count is reported as such, and only as such,
+	// even when it is also no whole number an int64 holds (1e300 with units
+	// TiB): saying it must be whole would send the user the wrong way.
+	most, hasMost := maxAmount(a.Units)
+	tooLarge := func(q *resource.Quantity) bool { return hasMost && q != nil && q.Cmp(most) > 0 }
+	notWhole := func(q *resource.Quantity) bool { return q != nil && !isCELInteger(q) && !tooLarge(q) }
+	if a.Units != "" && (notWhole(req) || notWhole(lim)) {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgUnitsNeedIntegers))
+	}
+	if tooLarge(req) {
+		amountErrs = append(amountErrs, field.Invalid(path.Child("requests"), req.String(), msgAmountTooLarge(a.Units)))
+	}
+	if tooLarge(lim) {
+		amountErrs = append(amountErrs, field.Invalid(path.Child("limits"), lim.String(), msgAmountTooLarge(a.Units)))
 	}
 	errs = append(errs, amountErrs...)
 
@@ -187,8 +215,12 @@ func validateFeature(f *v1alpha1.FeatureRequirement, path *field.Path) field.Err
 		}
 		errs = append(errs, validateLabelValues(f, valuesPath, valuePath)...)
 	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		// The value is compared with node labels as an int64, as node
+		// affinity does; one beyond that range could never be compiled.
 		if len(f.Values) != 1 || !integerValue.MatchString(f.Values[0]) {
 			errs = append(errs, field.Invalid(valuesPath, f.Values, msgNeedsOneInteger(op)))
+		} else if _, err := strconv.ParseInt(f.Values[0], 10, 64); err != nil {
+			errs = append(errs, field.Invalid(valuesPath.Index(0), f.Values[0], msgIntegerOutOfRange(op, f.Values[0])))
 		}
 	}
 	return errs
@@ -214,4 +246,18 @@ func validateLabelValues(f *v1alpha1.FeatureRequirement, valuesPath, valuePath *
 		check(valuePath, f.Value)
 	}
 	return errs
+}
+
+// maxAmount is the largest amount the CRD admits with units ("" for none),
+// as a quantity in those units, and false for units the CRD does not know,
+// which it refuses before it evaluates any rule on amounts.
+func maxAmount(units string) (resource.Quantity, bool) {
+	if units == "" {
+		return *resource.NewQuantity(v1alpha1.MaxAmount, resource.DecimalSI), true
+	}
+	m, ok := v1alpha1.MaxAmountIn(units)
+	if !ok {
+		return resource.Quantity{}, false
+	}
+	return *resource.NewQuantity(m, resource.DecimalSI), true
 }
