@@ -178,6 +178,18 @@ func TestViewQueries(t *testing.T) {
 			resources: rl("cpu", "1e15"),
 			want:      answers{Fits: true, Replicas: 9, Exact: true},
 		},
+		"a pod requesting cpu 1e709551616 fills its node, quickly": {
+			nodes: nodes(2, "n", eight),
+			pods: []*corev1.Pod{makePod("hog", "n-0").
+				Container("cpu", "1e709551616").Container("cpu", "1", "memory", "1Gi").Overhead("cpu", "-1e709551616").Obj()},
+			resources: rl("cpu", "1"),
+			want:      answers{Fits: true, Replicas: 8, Exact: true},
+		},
+		"a node with allocatable cpu 1e709551616 counts as having the most there can be": {
+			nodes:     []*corev1.Node{makeNode("huge").Resources("cpu", "1e709551616", "pods", "110").Obj()},
+			resources: rl("cpu", "1e15"),
+			want:      answers{Fits: true, Replicas: 9, Exact: true},
+		},
 		"a node with negative allocatable cpu has none": {
 			nodes:     []*corev1.Node{makeNode("odd").Resources("cpu", "-8", "memory", "32Gi").Obj()},
 			resources: rl("cpu", "1"),

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
 
 // amount prints a quantity of a resource for a table: cores with at most one decimal, bytes
@@ -31,9 +33,11 @@ func amount(name corev1.ResourceName, q resource.Quantity) string {
 }
 
 // fitsInt64 reports whether q lies strictly between -bound and bound, where Value and
-// MilliValue (for bound MaxInt64/1000) are exact or rounded up by less than one.
+// MilliValue (for bound MaxInt64/1000) are exact or rounded up by less than one. It compares
+// with CompareQuantities, since Quantity.CmpInt64 takes minutes for an amount like 1e709551616.
 func fitsInt64(q resource.Quantity, bound int64) bool {
-	return q.CmpInt64(bound) < 0 && q.CmpInt64(-bound) > 0
+	return v1alpha1.CompareQuantities(q, *resource.NewQuantity(bound, resource.DecimalSI)) < 0 &&
+		v1alpha1.CompareQuantities(q, *resource.NewQuantity(-bound, resource.DecimalSI)) > 0
 }
 
 func bytes(b int64) string {

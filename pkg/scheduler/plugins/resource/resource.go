@@ -204,12 +204,13 @@ var (
 // milli returns q in milli-units, saturating at MaxInt64 and MinInt64 for amounts beyond what
 // an int64 of milli-units holds (about 9.2e15 units), so that the order of the clusters is
 // kept. Quantity.MilliValue alone wraps or returns 0 there (1e19 gives 0), so the range is
-// checked first with Cmp, which is exact for any quantity.
+// checked first with CompareQuantities, which is exact for any quantity and, unlike
+// Quantity.Cmp, quick for amounts such as 1e709551616.
 func milli(q apiresource.Quantity) int64 {
 	switch {
-	case q.Cmp(maxMilli) >= 0:
+	case fleetfitv1alpha1.CompareQuantities(q, maxMilli) >= 0:
 		return math.MaxInt64
-	case q.Cmp(minMilli) <= 0:
+	case fleetfitv1alpha1.CompareQuantities(q, minMilli) <= 0:
 		return math.MinInt64
 	}
 	return q.MilliValue()

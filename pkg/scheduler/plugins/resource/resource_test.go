@@ -77,6 +77,11 @@ func TestScore(t *testing.T) {
 			clusters: []*clusterv1.ManagedCluster{cpu("c1", "1e19"), cpu("c2", "1"), cpu("c3", "1e308")},
 			want:     map[string]int64{"c1": 100, "c2": -100, "c3": 100},
 		},
+		"exponents Quantity.Cmp takes minutes over": {
+			builtIn:  AllocatableCPU,
+			clusters: []*clusterv1.ManagedCluster{cpu("c1", "1e709551616"), cpu("c2", "-1e709551616"), cpu("c3", "0")},
+			want:     map[string]int64{"c1": 100, "c2": -100, "c3": 0},
+		},
 		"amounts at both ends of int64 do not overflow": {
 			builtIn:  AllocatableCPU,
 			clusters: []*clusterv1.ManagedCluster{cpu("c1", "-9e15"), cpu("c2", "0"), cpu("c3", "9e15")},

@@ -133,7 +133,7 @@ func validateAmount(a *v1alpha1.ResourceAmount, path *field.Path) field.ErrorLis
 	if req == nil && lim == nil {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgRequestsOrLimits))
 	}
-	if req != nil && lim != nil && req.Cmp(*lim) > 0 {
+	if req != nil && lim != nil && v1alpha1.CompareQuantities(*req, *lim) > 0 {
 		amountErrs = append(amountErrs, field.Invalid(path.Child("requests"), req.String(), msgRequestsExceedLimits(req.String(), lim.String())))
 	}
 	if (req != nil && req.Sign() < 0) || (lim != nil && lim.Sign() < 0) {
@@ -143,7 +143,9 @@ func validateAmount(a *v1alpha1.ResourceAmount, path *field.Path) field.ErrorLis
 	// even when it is also no whole number an int64 holds (1e300 with units
 	// TiB): saying it must be whole would send the user the wrong way.
 	most, hasMost := maxAmount(a.Units)
-	tooLarge := func(q *resource.Quantity) bool { return hasMost && q != nil && q.Cmp(most) > 0 }
+	tooLarge := func(q *resource.Quantity) bool {
+		return hasMost && q != nil && v1alpha1.CompareQuantities(*q, most) > 0
+	}
 	notWhole := func(q *resource.Quantity) bool { return q != nil && !isCELInteger(q) && !tooLarge(q) }
 	if a.Units != "" && (notWhole(req) || notWhole(lim)) {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgUnitsNeedIntegers))

@@ -138,7 +138,7 @@ func hasGuaranteedResource(reqs []v1alpha1.ResourceRequirement, name string, who
 		if wholeUnits && !isCELInteger(limits) {
 			continue
 		}
-		if r.Resource.Requests == nil || r.Resource.Requests.Cmp(*limits) == 0 {
+		if r.Resource.Requests == nil || v1alpha1.CompareQuantities(*r.Resource.Requests, *limits) == 0 {
 			return true
 		}
 	}
