@@ -195,6 +195,14 @@ func TestHPAIntentAdmission(t *testing.T) {
 			}(),
 			wantMessage: "must be at most 8388 with units TiB",
 		},
+		"cpu 1e709551616, which the API server would take minutes to compare": {
+			intent: func() *v1alpha1.HPAIntent {
+				i := fwall()
+				i.Spec.Consumers[1].Requirements[0].Resource.Limits = ptr.To(resource.MustParse("1e709551616"))
+				return i
+			}(),
+			wantMessage: "write requests and limits with an exponent of at most three digits",
+		},
 		"Gt beyond int64": {
 			intent: withFeature(v1alpha1.FeatureRequirement{Key: "nvidia.com/gpu.memory", Operator: corev1.NodeSelectorOpGt, Values: []string{"99999999999999999999"}}),
 			wantMessage: "operator Gt compares 64-bit integers, from -9223372036854775808 to 9223372036854775807, as node affinity does; " +

@@ -294,6 +294,18 @@ func TestAdmissionSeesSpelling(t *testing.T) {
     - {name: cpu, resource: {name: cpu, requests: "-0"}}`,
 			want: msgNegativeAmount,
 		},
+		"1e-1000, which Go rounds up to 1n": {
+			consumer: `
+    requirements:
+    - {name: cpu, resource: {name: cpu, requests: "1e-1000"}}`,
+			want: msgLongExponent,
+		},
+		"0e1000, which is zero": {
+			consumer: `
+    requirements:
+    - {name: cpu, resource: {name: cpu, requests: "0e1000"}}`,
+			want: msgLongExponent,
+		},
 	}
 	a := newAdmission(t)
 	for name, tc := range cases {

@@ -165,6 +165,57 @@ func requirementCases() map[string]validationCase {
 				field.Invalid(res0.Child("limits"), "100e18", msgAmountTooLarge("")),
 			},
 		},
+		// The CRD refuses these from their spelling, since the API server
+		// would take minutes to compare or parse them, and Go from their
+		// value; validation answers at once.
+		"cpu 1e709551616": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1e709551616").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("requests"), "10e709551615", msgAmountTooLarge("")),
+			},
+		},
+		"requests compared with limits 1e709551616": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1").Limits("1e709551616").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("limits"), "10e709551615", msgAmountTooLarge("")),
+			},
+		},
+		"requests 1e709551616 above limits": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1e709551616").Limits("1").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("requests"), "10e709551615", msgAmountTooLarge("")),
+			},
+		},
+		"1e709551616 with units TiB": {
+			intent: intentRequiring(res("mem", "memory").Requests("1e709551616").Units("TiB").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("requests"), "10e709551615", msgAmountTooLarge("TiB")),
+			},
+		},
+		"exclusiveCPU with cpu and memory 1e709551616": {
+			intent: intentWith(consumer("app").ExclusiveCPU().Requirement(
+				res("cpu", "cpu").Requests("1e709551616").Limits("1e709551616").Obj(),
+				res("mem", "memory").Requests("1e709551616").Limits("1e709551616").Obj(),
+			).Obj()).Obj(),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("requests"), "10e709551615", msgAmountTooLarge("")),
+				field.Invalid(res0.Child("limits"), "10e709551615", msgAmountTooLarge("")),
+				field.Invalid(reqs0.Index(1).Child("resource"), omit, msgLongExponent),
+				field.Invalid(reqs0.Index(1).Child("resource", "requests"), "10e709551615", msgAmountTooLarge("")),
+				field.Invalid(reqs0.Index(1).Child("resource", "limits"), "10e709551615", msgAmountTooLarge("")),
+				field.Invalid(consumer0.Child("exclusiveCPU"), true, msgExclusiveCPU),
+				field.Invalid(consumer0.Child("exclusiveCPU"), true, msgExclusiveMemory),
+			},
+		},
+		"1e999 has a short enough exponent and is too large": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1e999").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("requests"), "1e999", msgAmountTooLarge(""))},
+		},
 		"the largest amount": {
 			intent: intentRequiring(res("mem", "memory").Requests("9223372036854775").Limits("9223372036854775").Obj()),
 		},

@@ -43,6 +43,17 @@ var (
 // integerValue is the CEL rule's test for the one value of Gt and Lt.
 var integerValue = regexp.MustCompile(`^-?[0-9]+$`)
 
+// longExponent is the CEL rules' test for an amount written with an exponent
+// of four digits or more. The rules refuse such amounts without parsing
+// them: the API server would take minutes to compare 1e709551616 with
+// anything, and as long to parse 1e-709551616.
+var longExponent = regexp.MustCompile(`[eE][-+]?[0-9]{4}`)
+
+// hasLongExponent is longExponent on q as a Go client sends it.
+func hasLongExponent(q *resource.Quantity) bool {
+	return q != nil && longExponent.MatchString(q.String())
+}
+
 // Messages of the CRD's CEL rules, word for word.
 const (
 	msgResourceXorFeature = "set exactly one of resource (an amount to have free on a node) or feature (a node label requirement)"
@@ -52,6 +63,7 @@ const (
 	msgUnitsNeedIntegers  = "with units, requests and limits are whole numbers of that unit (EMCO's legacy form, e.g. requests: 1000 with units: MB); without units use Kubernetes quantities such as 1000M or 2Gi"
 	msgValueAndValues     = "set value (EMCO's shorthand for operator In with one value) or values, not both"
 	msgValueNeedsIn       = "value is shorthand for operator In; with other operators use values"
+	msgLongExponent       = "write requests and limits with an exponent of at most three digits, such as 4e9 or 4G: longer exponents give amounts far beyond what fleetfit can count, or below the smallest, 1n"
 )
 
 // The CEL rules with a messageExpression, as that expression evaluates.
@@ -133,11 +145,14 @@ func validateAmount(a *v1alpha1.ResourceAmount, path *field.Path) field.ErrorLis
 	if req == nil && lim == nil {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgRequestsOrLimits))
 	}
-	if req != nil && lim != nil && v1alpha1.CompareQuantities(*req, *lim) > 0 {
+	if req != nil && lim != nil && !hasLongExponent(req) && !hasLongExponent(lim) && v1alpha1.CompareQuantities(*req, *lim) > 0 {
 		amountErrs = append(amountErrs, field.Invalid(path.Child("requests"), req.String(), msgRequestsExceedLimits(req.String(), lim.String())))
 	}
 	if (req != nil && req.Sign() < 0) || (lim != nil && lim.Sign() < 0) {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgNegativeAmount))
+	}
+	if hasLongExponent(req) || hasLongExponent(lim) {
+		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgLongExponent))
 	}
 	// An amount too large to count is reported as such, and only as such,
 	// even when it is also no whole number an int64 holds (1e300 with units
