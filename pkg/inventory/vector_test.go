@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"math"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,6 +49,11 @@ func TestMilliOf(t *testing.T) {
 	}
 }
 
+// hugeExponent matches the exponents resource.ParseQuantity itself takes
+// minutes over: negative ones of seven digits or more (1e-709551616) and
+// any of ten digits or more, which may not fit an int32 (1e70955161706).
+var hugeExponent = regexp.MustCompile(`[eE](-[0-9]{7}|[+]?[0-9]{10})`)
+
 // FuzzMilliOf checks, for any two quantities, that milliOf never panics,
 // keeps every positive amount positive, counts nothing below zero, and is
 // monotonic: a larger amount never converts to less than a smaller one.
@@ -62,6 +68,10 @@ func FuzzMilliOf(f *testing.F) {
 		f.Add(pair[0], pair[1])
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
+		if hugeExponent.MatchString(a) || hugeExponent.MatchString(b) {
+			// Nothing to learn about milliOf, which would not see them.
+			t.Skip("an exponent ParseQuantity takes minutes over")
+		}
 		qa, errA := resource.ParseQuantity(a)
 		qb, errB := resource.ParseQuantity(b)
 		if errA != nil || errB != nil {
