@@ -422,6 +422,31 @@ func TestResolveProblems(t *testing.T) {
 			want: []Problem{{Reason: ReasonInvalidRequirements, Consumer: "api",
 				Message: `requirements "small" and "large" are both mandatory amounts of memory, but a container has one request and one limit per resource; keep one of them`}},
 		},
+		"deployment replicas beyond int32": {
+			intent: web.Clone().Manifest(withCount(webDeployment(), 4294967297, "spec", "replicas")).Obj(),
+			want: []Problem{{Reason: ReasonInvalidWorkload, Consumer: "web",
+				Message: "Deployment web has spec.replicas 4294967297, out of range: Kubernetes takes 0 to 2147483647; fix the manifest"}},
+		},
+		"negative deployment replicas": {
+			intent: web.Clone().Manifest(withCount(webDeployment(), -1, "spec", "replicas")).Obj(),
+			want: []Problem{{Reason: ReasonInvalidWorkload, Consumer: "web",
+				Message: "Deployment web has spec.replicas -1, out of range: Kubernetes takes 0 to 2147483647; fix the manifest"}},
+		},
+		"job parallelism 1e30 is out of range, not fractional": {
+			intent: jobIntent(withCount(webJob(), 1e30, "spec", "parallelism")),
+			want: []Problem{{Reason: ReasonInvalidWorkload, Consumer: "web",
+				Message: "Job web has spec.parallelism 1e+30, out of range: Kubernetes takes 0 to 2147483647; fix the manifest"}},
+		},
+		"job completions of 2.5": {
+			intent: jobIntent(withCount(webJob(), 2.5, "spec", "completions")),
+			want: []Problem{{Reason: ReasonInvalidWorkload, Consumer: "web",
+				Message: "Job web has spec.completions 2.5, which is not a whole number; fix the manifest"}},
+		},
+		"cronjob parallelism beyond int32": {
+			intent: cronJobIntent(withCount(webCronJob(), 2147483648, "spec", "jobTemplate", "spec", "parallelism")),
+			want: []Problem{{Reason: ReasonInvalidWorkload, Consumer: "web",
+				Message: "CronJob web has spec.jobTemplate.spec.parallelism 2147483648, out of range: Kubernetes takes 0 to 2147483647; fix the manifest"}},
+		},
 		"manifest that is not an object": {
 			intent: web.Clone().Manifest(map[string]any{"kind": "Deployment"}).Obj(),
 			want: []Problem{{Reason: ReasonInvalidWorkload,
@@ -480,4 +505,49 @@ func TestResolveDoesNotAlias(t *testing.T) {
 	if v := in.Spec.Consumers[0].Requirements[0].Feature.Values[0]; v != "A100" {
 		t.Errorf("changing the result changed the intent: value %q", v)
 	}
+}
+
+// webPodTemplate is a pod template with the container nginx, as a manifest
+// holds it.
+func webPodTemplate() map[string]any {
+	return map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "nginx"}}}}
+}
+
+func webDeployment() map[string]any {
+	return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"template": webPodTemplate()}}
+}
+
+func webJob() map[string]any {
+	return map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"template": webPodTemplate()}}
+}
+
+func webCronJob() map[string]any {
+	return map[string]any{"apiVersion": "batch/v1", "kind": "CronJob", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": webPodTemplate()}}}}
+}
+
+// withCount sets a count at path in a manifest, whose maps on the way
+// exist; the manifest reaches the hub in JSON, as the number n.
+func withCount(m map[string]any, n float64, path ...string) map[string]any {
+	inner := m
+	for _, k := range path[:len(path)-1] {
+		inner = inner[k].(map[string]any)
+	}
+	inner[path[len(path)-1]] = n
+	return m
+}
+
+// jobIntent and cronJobIntent are the web intent targeting the manifest's Job or CronJob.
+func jobIntent(m map[string]any) *v1alpha1.HPAIntent {
+	return utiltesting.MakeHPAIntent("web", ns).Placement("p").Consumer(
+		utiltesting.MakeConsumer("web").Target("Job", "web", "nginx").
+			Requirement(utiltesting.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj()).Manifest(m).Obj()
+}
+
+func cronJobIntent(m map[string]any) *v1alpha1.HPAIntent {
+	return utiltesting.MakeHPAIntent("web", ns).Placement("p").Consumer(
+		utiltesting.MakeConsumer("web").Target("CronJob", "web", "nginx").
+			Requirement(utiltesting.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj()).Manifest(m).Obj()
 }

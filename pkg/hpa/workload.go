@@ -2,6 +2,7 @@ package hpa
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -186,22 +187,31 @@ func replicasOf(u *unstructured.Unstructured) (int32, string) {
 		if !found || v == nil {
 			return dflt, ""
 		}
-		var n int64
+		outOfRange := func() (int64, string) {
+			return 0, fmt.Sprintf("%s %s has %s %v, out of range: Kubernetes takes 0 to %d; fix the manifest",
+				u.GetKind(), u.GetName(), strings.Join(path, "."), v, math.MaxInt32)
+		}
+		// Counts are int32 in Kubernetes: a larger one is refused, never
+		// wrapped (4294967297 would be 1).
 		switch v := v.(type) {
 		case int64:
-			n = v
+			if v < 0 || v > math.MaxInt32 {
+				return outOfRange()
+			}
+			return v, ""
 		case float64:
-			if v != float64(int64(v)) {
+			// The range is checked first: converting a float beyond int64,
+			// such as 1e30, to an integer gives an arbitrary value.
+			if !(v >= 0 && v <= math.MaxInt32) {
+				return outOfRange()
+			}
+			if v != math.Trunc(v) {
 				return 0, fmt.Sprintf("%s %s has %s %v, which is not a whole number; fix the manifest", u.GetKind(), u.GetName(), strings.Join(path, "."), v)
 			}
-			n = int64(v)
+			return int64(v), ""
 		default:
 			return 0, fmt.Sprintf("%s %s has %s %v, which is not a number; fix the manifest", u.GetKind(), u.GetName(), strings.Join(path, "."), v)
 		}
-		if n < 0 || n > 1<<31-1 {
-			return 0, fmt.Sprintf("%s %s has %s %d, out of range; fix the manifest", u.GetKind(), u.GetName(), strings.Join(path, "."), n)
-		}
-		return n, ""
 	}
 	job := func(prefix ...string) (int32, string) {
 		parallelism, msg := field(1, append(prefix, "parallelism")...)

@@ -15,7 +15,8 @@ type ModelAmount struct {
 	Model string
 	Nodes int32
 	// Allocatable is the sum over the model's nodes; Free the sum over its schedulable nodes
-	// of what the free summaries say, which never over-estimates.
+	// of what the free summaries say, which never over-estimates. Both are in whole units:
+	// a node's allocatable rounded up, as Quantity.Value rounds, its free rounded down.
 	Allocatable int64
 	Free        int64
 }
@@ -37,14 +38,16 @@ func AmountsByModel(st *v1alpha1.ClusterInventoryStatus, resource corev1.Resourc
 			m = &ModelAmount{Model: model}
 			byModel[model] = m
 		}
-		m.Nodes += s.NodeCount
-		m.Allocatable += q.Value() * int64(s.NodeCount)
+		// Reports are read as NewView reads them: negative amounts and
+		// counts are zero, and sums saturate rather than wrap.
+		m.Nodes = int32Count(addCounts(int64(m.Nodes), int64(s.NodeCount)))
+		m.Allocatable = addCounts(m.Allocatable, mulCounts(unitsOf(milliOf(q)), int64(s.NodeCount)))
 		if !s.Schedulable {
 			continue
 		}
 		for _, v := range s.Free {
 			if f, ok := v.Resources[resource]; ok {
-				m.Free += f.Value() * int64(v.Count)
+				m.Free = addCounts(m.Free, mulCounts(milliOf(f)/1000, int64(v.Count)))
 			}
 		}
 	}

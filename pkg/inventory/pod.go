@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
 
 // podOptions make PodRequests count a pod the way kube-scheduler's fit
@@ -45,6 +47,7 @@ func PodRequests(pod *corev1.Pod) Vector {
 
 // slowPodRequests is PodRequests computed by Kubernetes' own helper.
 func slowPodRequests(pod *corev1.Pod) Vector {
+	pod = withHugeAmountsCapped(pod)
 	opts := podOptions
 	opts.Reuse = requestLists.Get().(corev1.ResourceList)
 	list := resourcehelper.PodRequests(pod, opts)
@@ -59,6 +62,62 @@ func slowPodRequests(pod *corev1.Pod) Vector {
 	clear(opts.Reuse)
 	requestLists.Put(opts.Reuse)
 	return v
+}
+
+// withHugeAmountsCapped returns pod, or a copy of it in which every amount
+// beyond MaxInt64 thousandths is that much, which milliOf reads alike. The
+// helper adds amounts with Quantity.Add, which for an amount such as
+// 1e709551616 (ParseQuantity accepts it) builds a number with that many
+// digits; capped, a pod requesting it still fills its node.
+func withHugeAmountsCapped(pod *corev1.Pod) *corev1.Pod {
+	var lists []corev1.ResourceList
+	collect := func(p *corev1.Pod) {
+		lists = lists[:0]
+		for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+			for i := range cs {
+				lists = append(lists, cs[i].Resources.Requests, cs[i].Resources.Limits)
+			}
+		}
+		for _, ss := range [][]corev1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
+			for i := range ss {
+				lists = append(lists, ss[i].AllocatedResources)
+				if r := ss[i].Resources; r != nil {
+					lists = append(lists, r.Requests, r.Limits)
+				}
+			}
+		}
+		lists = append(lists, p.Spec.Overhead)
+		if r := p.Spec.Resources; r != nil {
+			lists = append(lists, r.Requests, r.Limits)
+		}
+	}
+	huge := func(q resource.Quantity) bool {
+		return v1alpha1.CompareQuantities(q, maxMilli) > 0 || v1alpha1.CompareQuantities(q, minMilli) < 0
+	}
+	collect(pod)
+	found := false
+	for _, l := range lists {
+		for _, q := range l {
+			found = found || huge(q)
+		}
+	}
+	if !found {
+		return pod
+	}
+	pod = pod.DeepCopy()
+	collect(pod)
+	for _, l := range lists {
+		for name, q := range l {
+			switch {
+			case v1alpha1.CompareQuantities(q, maxMilli) > 0:
+				l[name] = maxMilli.DeepCopy()
+			case v1alpha1.CompareQuantities(q, minMilli) < 0:
+				// Negative amounts count as zero, as milliOf counts them.
+				l[name] = resource.Quantity{}
+			}
+		}
+	}
+	return pod
 }
 
 // fastAmountLimit bounds every amount the fast path takes and
@@ -78,11 +137,11 @@ func exactMilli(q *resource.Quantity) (int64, bool) {
 	if m < 0 || m >= fastAmountLimit {
 		return 0, false
 	}
-	// Cmp is exact whatever the representations, so this also catches an
-	// overflowed or rounded m.
+	// The comparison is exact whatever the representations, so this also
+	// catches an overflowed or rounded m.
 	var exact resource.Quantity
 	exact.SetMilli(m)
-	if q.Cmp(exact) != 0 {
+	if v1alpha1.CompareQuantities(*q, exact) != 0 {
 		return 0, false
 	}
 	return m, true

@@ -3,6 +3,7 @@ package inventory
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,6 +81,10 @@ func compileRequirement(f corev1.NodeSelectorRequirement) (requirement, error) {
 			return r, fmt.Errorf("%s %s needs exactly one value", f.Key, f.Operator)
 		}
 		n, err := strconv.ParseInt(f.Values[0], 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return r, fmt.Errorf("%s %s compares 64-bit integers, from %d to %d, as node affinity does; %s is out of range",
+				f.Key, f.Operator, math.MinInt64, math.MaxInt64, f.Values[0])
+		}
 		if err != nil {
 			return r, fmt.Errorf("%s %s needs an integer, got %q", f.Key, f.Operator, f.Values[0])
 		}

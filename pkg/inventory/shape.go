@@ -173,7 +173,7 @@ func (s *shape) render(name string, maxVectors int) v1alpha1.NodeShape {
 		groups, truncated := compact(buckets, s.alloc, maxVectors)
 		s.free = make([]v1alpha1.FreeVector, len(groups))
 		for i, g := range groups {
-			s.free[i] = v1alpha1.FreeVector{Count: int32(g.count), Resources: s.list(g.free)}
+			s.free[i] = v1alpha1.FreeVector{Count: int32Count(g.count), Resources: s.list(g.free)}
 		}
 		s.truncated = truncated
 		s.changed = false
@@ -181,7 +181,7 @@ func (s *shape) render(name string, maxVectors int) v1alpha1.NodeShape {
 	}
 	out := v1alpha1.NodeShape{
 		Name:        name,
-		NodeCount:   int32(s.nodes),
+		NodeCount:   int32Count(s.nodes),
 		Schedulable: s.facts.schedulable,
 		Labels:      s.facts.features,
 		Taints:      s.facts.taints,

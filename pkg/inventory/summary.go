@@ -33,13 +33,15 @@ func (c *Cluster) Summarize() v1alpha1.ClusterInventoryStatus {
 
 	var st v1alpha1.ClusterInventoryStatus
 	shapes := make([]*shape, 0, len(c.shapes))
+	var nodes, ready int
 	for _, s := range c.shapes {
 		shapes = append(shapes, s)
-		st.NodeCount += int32(s.nodes)
+		nodes += s.nodes
 		if s.facts.schedulable {
-			st.ReadyNodeCount += int32(s.nodes)
+			ready += s.nodes
 		}
 	}
+	st.NodeCount, st.ReadyNodeCount = int32Count(nodes), int32Count(ready)
 	slices.SortFunc(shapes, func(a, b *shape) int {
 		if c := strings.Compare(a.hash, b.hash); c != 0 {
 			return c
@@ -57,7 +59,7 @@ func (c *Cluster) Summarize() v1alpha1.ClusterInventoryStatus {
 		}
 		st.NodeShapes[i] = s.render(name, limit)
 	}
-	st.ShapeCount = int32(len(shapes))
+	st.ShapeCount = int32Count(len(shapes))
 
 	names := make([]corev1.ResourceName, 0, len(c.totals))
 	for name, s := range c.totals {

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
 
 // Amount is how much of one resource there is, in thousandths of the
@@ -33,14 +35,37 @@ type Vector []Amount
 // int64. Larger amounts (more than about 8 PiB on one node) are clamped to it.
 const maxUnits = math.MaxInt64 / 1000
 
-// milliOf returns q in thousandths, clamped to [0, MaxInt64]. Clamping a
-// capacity or allocatable amount can only under-report it; amounts that large
-// do not occur on real nodes.
+// maxMilli is MaxInt64 thousandths as a Quantity: the largest amount milliOf
+// returns exactly.
+var maxMilli = *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+
+// minMilli is -MaxInt64 thousandths, the most negative amount pods are
+// counted with before negative amounts become zero.
+var minMilli = *resource.NewMilliQuantity(-math.MaxInt64, resource.DecimalSI)
+
+// milliOf returns q in thousandths, rounded up, and saturates: an amount
+// below zero counts as 0 and one beyond MaxInt64 thousandths as MaxInt64.
+// So the conversion is monotonic and a positive amount never becomes zero,
+// whatever is written: a pod requesting cpu 1e19 fills its node rather than
+// fitting everywhere, and a node reporting 1e19 allocatable is read as
+// having the most fleetfit can count.
+//
+// Quantity.Value and Quantity.MilliValue cannot be used alone for this: for
+// amounts beyond an int64 they return wrapped or zero values (1e19 gives 0),
+// so the range is checked first, with CompareQuantities, which is exact for
+// every quantity and quick even for 1e709551616.
 func milliOf(q resource.Quantity) int64 {
 	if q.Sign() <= 0 {
 		return 0
 	}
-	if q.Value() > maxUnits {
+	// Whole amounts, the common case, need no Cmp.
+	if v, ok := q.AsInt64(); ok {
+		if v > maxUnits {
+			return math.MaxInt64
+		}
+		return v * 1000
+	}
+	if v1alpha1.CompareQuantities(q, maxMilli) >= 0 {
 		return math.MaxInt64
 	}
 	return q.MilliValue()

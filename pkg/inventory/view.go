@@ -256,12 +256,15 @@ func (v *View) FitsOnOneNode(r *Request) (bool, string) {
 	}
 	var (
 		schedulable, matching bool
-		taint                 corev1.Taint
-		usable                bool
-		best                  map[corev1.ResourceName]int64
-		order                 []corev1.ResourceName
-		closest               []string
-		closestMet            = -1
+		// taint is the first untolerated taint met, and tainted says whether
+		// there was one: a taint's key may be empty, so the key cannot tell.
+		taint      corev1.Taint
+		tainted    bool
+		usable     bool
+		best       map[corev1.ResourceName]int64
+		order      []corev1.ResourceName
+		closest    []string
+		closestMet = -1
 	)
 	for i := range v.shapes {
 		s := &v.shapes[i]
@@ -274,8 +277,8 @@ func (v *View) FitsOnOneNode(r *Request) (bool, string) {
 		}
 		matching = true
 		if t, ok := r.sel.untolerated(s.taints); ok {
-			if taint.Key == "" {
-				taint = t
+			if !tainted {
+				taint, tainted = t, true
 			}
 			continue
 		}
@@ -314,7 +317,7 @@ func (v *View) FitsOnOneNode(r *Request) (bool, string) {
 		return false, "no schedulable node"
 	case !matching:
 		return false, "no schedulable node" + with
-	case !usable && taint.Key != "":
+	case !usable && tainted:
 		return false, fmt.Sprintf("every schedulable node%s has a taint the request does not tolerate, e.g. %s", with, taint.ToString())
 	case !usable:
 		return false, "no schedulable node" + with + " reports any free resources"

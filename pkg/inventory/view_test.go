@@ -141,6 +141,60 @@ func TestViewQueries(t *testing.T) {
 			resources: rl("cpu", "4", "nvidia.com/gpu", "0"),
 			want:      answers{Fits: true, Replicas: 4, Exact: true},
 		},
+		"an untolerated taint with an empty key is named as the obstacle": {
+			nodes:     []*corev1.Node{eight.Clone().Name("t").Taint("", "x", corev1.TaintEffectNoSchedule).Obj()},
+			resources: rl("cpu", "1"),
+			want:      answers{Exact: true, Reason: "every schedulable node has a taint the request does not tolerate, e.g. =x:NoSchedule"},
+		},
+		"cpu 1e19 fits on no node": {
+			nodes:     nodes(2, "n", eight),
+			resources: rl("cpu", "1e19"),
+			want:      answers{Exact: true, Reason: "no schedulable node has 9223372036854775807m cpu free; the best has 8"},
+		},
+		"memory 1e308 fits on no node": {
+			nodes:     nodes(2, "n", eight),
+			resources: rl("memory", "1e308"),
+			want:      answers{Exact: true, Reason: "no schedulable node has 9223372036854775807m memory free; the best has 32Gi"},
+		},
+		"nvidia.com/gpu 1e19 fits on no node": {
+			nodes:     []*corev1.Node{a100.Clone().Name("a100").Obj()},
+			resources: rl("nvidia.com/gpu", "1e19"),
+			want:      answers{Exact: true, Reason: "no schedulable node has 9223372036854775807m nvidia.com/gpu free; the best has 4"},
+		},
+		"a pod requesting cpu 1e19 fills its node": {
+			nodes:     nodes(2, "n", eight),
+			pods:      []*corev1.Pod{makePod("hog", "n-0").Container("cpu", "1e19").Obj()},
+			resources: rl("cpu", "1"),
+			want:      answers{Fits: true, Replicas: 8, Exact: true},
+		},
+		"a pod requesting 99999999999999999999 GPUs fills its node": {
+			nodes:     []*corev1.Node{a100.Clone().Name("a100").Obj()},
+			pods:      []*corev1.Pod{makePod("hog", "a100").Container("nvidia.com/gpu", "99999999999999999999").Obj()},
+			resources: rl("nvidia.com/gpu", "1"),
+			want:      answers{Exact: true, Reason: "no schedulable node has 1 nvidia.com/gpu free; the best has 0"},
+		},
+		"a node with allocatable cpu 1e19 counts as having the most there can be": {
+			nodes:     []*corev1.Node{makeNode("huge").Resources("cpu", "1e19", "pods", "110").Obj()},
+			resources: rl("cpu", "1e15"),
+			want:      answers{Fits: true, Replicas: 9, Exact: true},
+		},
+		"a pod requesting cpu 1e709551616 fills its node, quickly": {
+			nodes: nodes(2, "n", eight),
+			pods: []*corev1.Pod{makePod("hog", "n-0").
+				Container("cpu", "1e709551616").Container("cpu", "1", "memory", "1Gi").Overhead("cpu", "-1e709551616").Obj()},
+			resources: rl("cpu", "1"),
+			want:      answers{Fits: true, Replicas: 8, Exact: true},
+		},
+		"a node with allocatable cpu 1e709551616 counts as having the most there can be": {
+			nodes:     []*corev1.Node{makeNode("huge").Resources("cpu", "1e709551616", "pods", "110").Obj()},
+			resources: rl("cpu", "1e15"),
+			want:      answers{Fits: true, Replicas: 9, Exact: true},
+		},
+		"a node with negative allocatable cpu has none": {
+			nodes:     []*corev1.Node{makeNode("odd").Resources("cpu", "-8", "memory", "32Gi").Obj()},
+			resources: rl("cpu", "1"),
+			want:      answers{Exact: true, Reason: "no schedulable node has 1 cpu free; the best has 0"},
+		},
 		"truncated shapes give a lower bound": {
 			cfg:   truncating,
 			nodes: nodes(2, "n", eight),

@@ -166,6 +166,48 @@ func TestHPAIntentAdmission(t *testing.T) {
 			}(),
 			wantMessage: "with units, requests and limits are whole numbers of that unit",
 		},
+		"cpu 1e19": {
+			intent: func() *v1alpha1.HPAIntent {
+				i := fwall()
+				requirement(i, "cpu").Resource.Requests = ptr.To(resource.MustParse("1e19"))
+				requirement(i, "cpu").Resource.Limits = ptr.To(resource.MustParse("1e19"))
+				return i
+			}(),
+			wantMessage: "spec.consumers[0].requirements[0].resource.requests: Invalid value: " +
+				"must be at most 9223372036854775, the largest amount fleetfit can count",
+			// Go names the value it refuses, which the CEL rule cannot.
+			apiOnly: true,
+		},
+		"nvidia.com/gpu 1e19 in limits alone": {
+			intent: func() *v1alpha1.HPAIntent {
+				i := fwall()
+				requirement(i, "gpu").Resource.Limits = ptr.To(resource.MustParse("1e19"))
+				return i
+			}(),
+			wantMessage: "must be at most 9223372036854775, the largest amount fleetfit can count",
+		},
+		"1e300 with units TiB": {
+			intent: func() *v1alpha1.HPAIntent {
+				i := fwall()
+				i.Spec.Consumers[1].Requirements[1].Resource.Requests = ptr.To(resource.MustParse("1e300"))
+				i.Spec.Consumers[1].Requirements[1].Resource.Units = "TiB"
+				return i
+			}(),
+			wantMessage: "must be at most 8388 with units TiB",
+		},
+		"cpu 1e709551616, which the API server would take minutes to compare": {
+			intent: func() *v1alpha1.HPAIntent {
+				i := fwall()
+				i.Spec.Consumers[1].Requirements[0].Resource.Limits = ptr.To(resource.MustParse("1e709551616"))
+				return i
+			}(),
+			wantMessage: "write requests and limits with an exponent of at most three digits",
+		},
+		"Gt beyond int64": {
+			intent: withFeature(v1alpha1.FeatureRequirement{Key: "nvidia.com/gpu.memory", Operator: corev1.NodeSelectorOpGt, Values: []string{"99999999999999999999"}}),
+			wantMessage: "operator Gt compares 64-bit integers, from -9223372036854775808 to 9223372036854775807, as node affinity does; " +
+				"99999999999999999999 is out of range",
+		},
 		"duplicate consumer names": {
 			intent: func() *v1alpha1.HPAIntent {
 				i := fwall()

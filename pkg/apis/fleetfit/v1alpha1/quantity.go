@@ -1,7 +1,9 @@
 package v1alpha1
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"strconv"
 
 	"gopkg.in/inf.v0"
@@ -46,6 +48,17 @@ func (r *ResourceAmount) inKubernetesUnits(field string, q resource.Quantity) (r
 	if r.Units == "" {
 		return q.DeepCopy(), nil
 	}
+	// An amount too large is refused first: spelling out one such as
+	// 1e709551616 in digits would take gigabytes. Validation refuses it too,
+	// with the field's path.
+	most, known := MaxAmountIn(r.Units)
+	if CompareQuantities(q, *resource.NewQuantity(max(most, MaxAmount), resource.DecimalSI)) > 0 ||
+		(known && CompareQuantities(q, *resource.NewQuantity(most, resource.DecimalSI)) > 0) {
+		if !known {
+			return resource.Quantity{}, errUnknownUnits(r.Units)
+		}
+		return resource.Quantity{}, fmt.Errorf("%s %s is more than %d, the most of units %s fleetfit can count", field, q.String(), most, r.Units)
+	}
 	// Wholeness is checked before the unit is looked up so that a fractional
 	// amount is reported as such whatever the units say.
 	digits, ok := wholeDigits(q)
@@ -54,13 +67,38 @@ func (r *ResourceAmount) inKubernetesUnits(field string, q resource.Quantity) (r
 	}
 	suffix, ok := legacyUnitSuffix(r.Units)
 	if !ok {
-		return resource.Quantity{}, fmt.Errorf("unknown units %q: use one of K, M, G, T, Ki, Mi, Gi, Ti, KB, MB, GB, TB, KiB, MiB, GiB, TiB, or none", r.Units)
+		return resource.Quantity{}, errUnknownUnits(r.Units)
 	}
+
 	converted, err := resource.ParseQuantity(digits + suffix)
 	if err != nil {
 		return resource.Quantity{}, fmt.Errorf("converting %s %s with units %s: %w", field, q.String(), r.Units, err)
 	}
 	return converted, nil
+}
+
+// MaxAmount is the largest amount of a resource an HPAIntent may ask for, in
+// the resource's own unit (cores, bytes, devices): the largest whole amount
+// whose thousandths fit an int64, which is how fleetfit counts amounts when
+// it fits them on nodes. That is about 8 PiB of memory and far beyond any
+// node, so it refuses only amounts that are mistakes, and it keeps every
+// amount the API accepts exact instead of clamped.
+const MaxAmount int64 = math.MaxInt64 / 1000
+
+// MaxAmountIn returns the largest whole number of one of EMCO's legacy units
+// that converts to at most MaxAmount, e.g. 8388 for TiB, and false for units
+// that are not known.
+func MaxAmountIn(units string) (int64, bool) {
+	suffix, ok := legacyUnitSuffix(units)
+	if !ok {
+		return 0, false
+	}
+	unit := resource.MustParse("1" + suffix)
+	return MaxAmount / unit.Value(), true
+}
+
+func errUnknownUnits(units string) error {
+	return fmt.Errorf("unknown units %q: use one of K, M, G, T, Ki, Mi, Gi, Ti, KB, MB, GB, TB, KiB, MiB, GiB, TiB, or none", units)
 }
 
 // legacyUnitSuffix maps one of EMCO's units to the Kubernetes quantity suffix
@@ -108,4 +146,38 @@ func wholeDigits(q resource.Quantity) (string, bool) {
 		return "", false
 	}
 	return whole.String(), true
+}
+
+// CompareQuantities returns -1, 0 or 1 as a is less than, equal to or greater
+// than b, like a.Cmp(b), in time that depends on the digits written and not
+// on the exponents. ParseQuantity accepts an amount such as 1e709551616, and
+// Quantity.Cmp of it with 1 aligns the two, building a number of 709551616
+// digits, which takes minutes and gigabytes. Amounts whose orders of
+// magnitude differ by more than one are ordered from the orders alone; for
+// the others the exponents are close enough for Cmp.
+func CompareQuantities(a, b resource.Quantity) int {
+	sa, sb := a.Sign(), b.Sign()
+	if sa != sb || sa == 0 {
+		return cmp.Compare(sa, sb)
+	}
+	loA, hiA := log10Bounds(a)
+	loB, hiB := log10Bounds(b)
+	switch {
+	case hiA+1 < loB: // |a| < |b|
+		return -sa
+	case hiB+1 < loA: // |a| > |b|
+		return sa
+	}
+	return a.Cmp(b)
+}
+
+// log10Bounds returns lo and hi with lo ≤ log10|q| < hi for a non-zero q,
+// read from its representation as unscaled·10^-scale without arithmetic on
+// its digits: the unscaled value has b bits, so it lies in [2^(b-1), 2^b).
+func log10Bounds(q resource.Quantity) (lo, hi float64) {
+	// q is a copy: AsDec may convert it, never the caller's quantity.
+	d := q.AsDec()
+	bits := float64(d.UnscaledBig().BitLen())
+	scale := float64(d.Scale())
+	return (bits-1)*math.Log10(2) - scale, bits*math.Log10(2) - scale
 }

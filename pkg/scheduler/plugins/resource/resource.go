@@ -195,23 +195,32 @@ func (p *Prioritizer) inventoryTotals(info *framework.ClusterInfo, now time.Time
 	return nil, true
 }
 
-// milli returns q in milli-units, saturating instead of overflowing for amounts beyond what an
-// int64 of milli-units holds (about 9.2e15 units).
+// The bounds of milli, as quantities.
+var (
+	maxMilli = *apiresource.NewMilliQuantity(math.MaxInt64, apiresource.DecimalSI)
+	minMilli = *apiresource.NewMilliQuantity(math.MinInt64, apiresource.DecimalSI)
+)
+
+// milli returns q in milli-units, saturating at MaxInt64 and MinInt64 for amounts beyond what
+// an int64 of milli-units holds (about 9.2e15 units), so that the order of the clusters is
+// kept. Quantity.MilliValue alone wraps or returns 0 there (1e19 gives 0), so the range is
+// checked first with CompareQuantities, which is exact for any quantity and, unlike
+// Quantity.Cmp, quick for amounts such as 1e709551616.
 func milli(q apiresource.Quantity) int64 {
-	if v, ok := q.AsInt64(); ok {
-		if v > math.MaxInt64/1000 {
-			return math.MaxInt64
-		}
-		if v < math.MinInt64/1000 {
-			return math.MinInt64
-		}
+	switch {
+	case fleetfitv1alpha1.CompareQuantities(q, maxMilli) >= 0:
+		return math.MaxInt64
+	case fleetfitv1alpha1.CompareQuantities(q, minMilli) <= 0:
+		return math.MinInt64
 	}
 	return q.MilliValue()
 }
 
 // normaliseInt writes OCM's min-max score of each amount. The differences are exact in
 // milli-units; only the final ratio is a float, computed in OCM's order of operations so that
-// equal inputs truncate to equal scores.
+// equal inputs truncate to equal scores. They are taken as uint64: v−lo and hi−lo can exceed
+// MaxInt64 when amounts of opposite signs are large, but never 2^64, and unsigned
+// subtraction of the two's-complement values gives them exactly.
 func normaliseInt(values []amount, scores []int64) {
 	if len(values) == 0 {
 		return
@@ -220,12 +229,13 @@ func normaliseInt(values []amount, scores []int64) {
 	for _, v := range values[1:] {
 		lo, hi = min(lo, v.milli), max(hi, v.milli)
 	}
+	span := uint64(hi) - uint64(lo)
 	for _, v := range values {
 		if hi == lo {
 			scores[v.cluster] = framework.MaxClusterScore
 			continue
 		}
-		scores[v.cluster] = scale(float64(v.milli-lo) / float64(hi-lo))
+		scores[v.cluster] = scale(float64(uint64(v.milli)-uint64(lo)) / float64(span))
 	}
 }
 

@@ -72,6 +72,36 @@ func TestScore(t *testing.T) {
 			// (0.7 - 0.5) * 2 * 100 is 39.99999999999999 in float64.
 			want: map[string]int64{"c1": -100, "c2": 39, "c3": 100},
 		},
+		"cpu 1e19 is the most, not zero": {
+			builtIn:  AllocatableCPU,
+			clusters: []*clusterv1.ManagedCluster{cpu("c1", "1e19"), cpu("c2", "1"), cpu("c3", "1e308")},
+			want:     map[string]int64{"c1": 100, "c2": -100, "c3": 100},
+		},
+		"exponents Quantity.Cmp takes minutes over": {
+			builtIn:  AllocatableCPU,
+			clusters: []*clusterv1.ManagedCluster{cpu("c1", "1e709551616"), cpu("c2", "-1e709551616"), cpu("c3", "0")},
+			want:     map[string]int64{"c1": 100, "c2": -100, "c3": 0},
+		},
+		"amounts at both ends of int64 do not overflow": {
+			builtIn:  AllocatableCPU,
+			clusters: []*clusterv1.ManagedCluster{cpu("c1", "-9e15"), cpu("c2", "0"), cpu("c3", "9e15")},
+			// hi−lo is 1.8e19 milli-cores, beyond MaxInt64; c2 is half way.
+			want: map[string]int64{"c1": -100, "c2": 0, "c3": 100},
+		},
+		"amounts beyond int64 of opposite signs saturate": {
+			builtIn:  AllocatableCPU,
+			clusters: []*clusterv1.ManagedCluster{cpu("c1", "-1e19"), cpu("c2", "0"), cpu("c3", "1e19")},
+			want:     map[string]int64{"c1": -100, "c2": 0, "c3": 100},
+		},
+		"a fresh inventory's free 1e19 is the most": {
+			builtIn:  AllocatableCPU,
+			clusters: []*clusterv1.ManagedCluster{cpu("c1", "1"), cpu("c2", "20"), cpu("c3", "10")},
+			inventories: []*fleetfitv1alpha1.ClusterInventory{
+				inventory("c1", now, [3]string{"cpu", "1e19", "1e19"}),
+			},
+			// c2 is a hair above the least, and truncation makes that -99.
+			want: map[string]int64{"c1": 100, "c2": -99, "c3": -100},
+		},
 		"clusters without the resource get no score and do not set min": {
 			builtIn: AllocatableCPU,
 			clusters: []*clusterv1.ManagedCluster{

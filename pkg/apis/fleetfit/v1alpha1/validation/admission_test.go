@@ -294,6 +294,18 @@ func TestAdmissionSeesSpelling(t *testing.T) {
     - {name: cpu, resource: {name: cpu, requests: "-0"}}`,
 			want: msgNegativeAmount,
 		},
+		"1e-1000, which Go rounds up to 1n": {
+			consumer: `
+    requirements:
+    - {name: cpu, resource: {name: cpu, requests: "1e-1000"}}`,
+			want: msgLongExponent,
+		},
+		"0e1000, which is zero": {
+			consumer: `
+    requirements:
+    - {name: cpu, resource: {name: cpu, requests: "0e1000"}}`,
+			want: msgLongExponent,
+		},
 	}
 	a := newAdmission(t)
 	for name, tc := range cases {
@@ -332,4 +344,33 @@ func formatErrors(errs field.ErrorList) string {
 		fmt.Fprintf(&b, "  %s\n", err.Error())
 	}
 	return b.String()
+}
+
+// TestAdmissionNamesTheAmount checks that the CRD reports an amount too
+// large at the amount itself, requests or limits, as Go does, and not only
+// at the resource that holds it, which TestAdmissionAgrees would accept.
+func TestAdmissionNamesTheAmount(t *testing.T) {
+	a := newAdmission(t)
+	for _, name := range []string{
+		"cpu 1e19",
+		"cpu 1e308 in limits alone",
+		"1e300 with units TiB is too large, not fractional",
+		"too large in the second requirement",
+		"requests and limits both too large",
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc := validationCases()[name]
+			type problem struct{ Field, Detail string }
+			var want, got []problem
+			for _, e := range tc.want {
+				want = append(want, problem{e.Field, e.Detail})
+			}
+			for _, e := range a.create(t.Context(), requestBody(t, tc.intent)) {
+				got = append(got, problem{e.Field, e.Detail})
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Admission errors (-want,+got):\n%s", diff)
+			}
+		})
+	}
 }

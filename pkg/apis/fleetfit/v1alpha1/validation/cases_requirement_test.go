@@ -2,12 +2,15 @@ package validation
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -22,7 +25,7 @@ func requirementCases() map[string]validationCase {
 		manyValues[i] = fmt.Sprintf("v%d", i)
 	}
 
-	return map[string]validationCase{
+	cases := map[string]validationCase{
 		"requirement without name": {
 			intent: intentRequiring(res("", "cpu").Requests("1").Obj()),
 			want:   field.ErrorList{field.Invalid(req0.Child("name"), "", "should be at least 1 chars long")},
@@ -128,9 +131,104 @@ func requirementCases() map[string]validationCase {
 			intent: intentRequiring(res("mem", "memory").Requests("-5").Units("MB").Obj()),
 			want:   field.ErrorList{field.Invalid(res0, omit, msgNegativeAmount)},
 		},
-		"legacy units beyond int64": {
+		"legacy units beyond int64 are too large, not fractional": {
 			intent: intentRequiring(res("mem", "memory").Requests("10000000000000000000").Units("KB").Obj()),
-			want:   field.ErrorList{field.Invalid(res0, omit, msgUnitsNeedIntegers)},
+			want:   field.ErrorList{field.Invalid(res0.Child("requests"), "10E", msgAmountTooLarge("KB"))},
+		},
+		"1e300 with units TiB is too large, not fractional": {
+			intent: intentRequiring(res("mem", "memory").Requests("1e300").Units("TiB").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("requests"), "1e300", msgAmountTooLarge("TiB"))},
+		},
+		"too large and fractional with units": {
+			intent: intentRequiring(res("mem", "memory").Requests("1.5").Limits("9000.5").Units("TiB").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgUnitsNeedIntegers),
+				field.Invalid(res0.Child("limits"), "9000500m", msgAmountTooLarge("TiB")),
+			},
+		},
+		"cpu 1e19": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1e19").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("requests"), "10e18", msgAmountTooLarge(""))},
+		},
+		"cpu 1e308 in limits alone": {
+			intent: intentRequiring(res("cpu", "cpu").Limits("1e308").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("limits"), "100e306", msgAmountTooLarge(""))},
+		},
+		"nvidia.com/gpu 1e19 in limits alone": {
+			intent: intentRequiring(res("gpu", "nvidia.com/gpu").Limits("1e19").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("limits"), "10e18", msgAmountTooLarge(""))},
+		},
+		"requests and limits both too large": {
+			intent: intentRequiring(res("mem", "memory").Requests("8Ei").Limits("1e20").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0.Child("requests"), "9223372036854775807", msgAmountTooLarge("")),
+				field.Invalid(res0.Child("limits"), "100e18", msgAmountTooLarge("")),
+			},
+		},
+		// The CRD refuses these from their spelling, since the API server
+		// would take minutes to compare or parse them, and Go from their
+		// value; validation answers at once.
+		"cpu 1e709551616": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1e709551616").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("requests"), "10e709551615", msgAmountTooLarge("")),
+			},
+		},
+		"requests compared with limits 1e709551616": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1").Limits("1e709551616").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("limits"), "10e709551615", msgAmountTooLarge("")),
+			},
+		},
+		"requests 1e709551616 above limits": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1e709551616").Limits("1").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("requests"), "10e709551615", msgAmountTooLarge("")),
+			},
+		},
+		"1e709551616 with units TiB": {
+			intent: intentRequiring(res("mem", "memory").Requests("1e709551616").Units("TiB").Obj()),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("requests"), "10e709551615", msgAmountTooLarge("TiB")),
+			},
+		},
+		"exclusiveCPU with cpu and memory 1e709551616": {
+			intent: intentWith(consumer("app").ExclusiveCPU().Requirement(
+				res("cpu", "cpu").Requests("1e709551616").Limits("1e709551616").Obj(),
+				res("mem", "memory").Requests("1e709551616").Limits("1e709551616").Obj(),
+			).Obj()).Obj(),
+			want: field.ErrorList{
+				field.Invalid(res0, omit, msgLongExponent),
+				field.Invalid(res0.Child("requests"), "10e709551615", msgAmountTooLarge("")),
+				field.Invalid(res0.Child("limits"), "10e709551615", msgAmountTooLarge("")),
+				field.Invalid(reqs0.Index(1).Child("resource"), omit, msgLongExponent),
+				field.Invalid(reqs0.Index(1).Child("resource", "requests"), "10e709551615", msgAmountTooLarge("")),
+				field.Invalid(reqs0.Index(1).Child("resource", "limits"), "10e709551615", msgAmountTooLarge("")),
+				field.Invalid(consumer0.Child("exclusiveCPU"), true, msgExclusiveCPU),
+				field.Invalid(consumer0.Child("exclusiveCPU"), true, msgExclusiveMemory),
+			},
+		},
+		"1e999 has a short enough exponent and is too large": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("1e999").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("requests"), "1e999", msgAmountTooLarge(""))},
+		},
+		"the largest amount": {
+			intent: intentRequiring(res("mem", "memory").Requests("9223372036854775").Limits("9223372036854775").Obj()),
+		},
+		"a thousandth beyond the largest amount": {
+			intent: intentRequiring(res("cpu", "cpu").Requests("9223372036854775001m").Obj()),
+			want:   field.ErrorList{field.Invalid(res0.Child("requests"), "9223372036854775001m", msgAmountTooLarge(""))},
+		},
+		"too large in the second requirement": {
+			intent: intentRequiring(
+				res("cpu", "cpu").Requests("1").Obj(),
+				res("mem", "memory").Requests("1e19").Obj(),
+			),
+			want: field.ErrorList{field.Invalid(reqs0.Index(1).Child("resource", "requests"), "10e18", msgAmountTooLarge(""))},
 		},
 		"legacy units with a canonical 1k": {
 			intent: intentRequiring(res("mem", "memory").Requests("1k").Limits("1e3").Units("MiB").Obj()),
@@ -211,6 +309,34 @@ func requirementCases() map[string]validationCase {
 			want: field.ErrorList{field.Invalid(feat0.Child("values"), []string{"1", "2"},
 				`operator Lt takes exactly one integer value, e.g. values: ["8"]`)},
 		},
+		"Gt beyond int64": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpGt).Values("99999999999999999999").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("values").Index(0), "99999999999999999999",
+				"operator Gt compares 64-bit integers, from -9223372036854775808 to 9223372036854775807, as node affinity does; 99999999999999999999 is out of range")},
+		},
+		"Gt one beyond MaxInt64": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpGt).Values("9223372036854775808").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("values").Index(0), "9223372036854775808",
+				msgIntegerOutOfRange(corev1.NodeSelectorOpGt, "9223372036854775808"))},
+		},
+		"Lt one below MinInt64": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpLt).Values("-9223372036854775809").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("values").Index(0), "-9223372036854775809",
+				msgIntegerOutOfRange(corev1.NodeSelectorOpLt, "-9223372036854775809"))},
+		},
+		"Gt and Lt at the ends of int64, with leading zeros": {
+			intent: intentRequiring(
+				utiltesting.MakeFeature("max", avx).Operator(corev1.NodeSelectorOpGt).Values("9223372036854775807").Obj(),
+				utiltesting.MakeFeature("min", avx).Operator(corev1.NodeSelectorOpLt).Values("-9223372036854775808").Obj(),
+				utiltesting.MakeFeature("zeros", avx).Operator(corev1.NodeSelectorOpGt).Values("-0000000000000000000000000009223372036854775808").Obj(),
+				utiltesting.MakeFeature("zero", avx).Operator(corev1.NodeSelectorOpLt).Values("-0").Obj(),
+			),
+		},
+		"Lt with leading zeros beyond int64": {
+			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpLt).Values("00009223372036854775808").Obj()),
+			want: field.ErrorList{field.Invalid(feat0.Child("values").Index(0), "00009223372036854775808",
+				msgIntegerOutOfRange(corev1.NodeSelectorOpLt, "00009223372036854775808"))},
+		},
 		"Gt with a word": {
 			intent: intentRequiring(feature(avx).Operator(corev1.NodeSelectorOpGt).Values("eight").Obj()),
 			want:   field.ErrorList{field.Invalid(feat0.Child("values"), []string{"eight"}, msgNeedsOneInteger(corev1.NodeSelectorOpGt))},
@@ -246,4 +372,23 @@ func requirementCases() map[string]validationCase {
 			goOnly: true,
 		},
 	}
+	// Each legacy unit at the largest whole number the CRD admits and one
+	// beyond: the CRD's table of maxima must agree with MaxAmountIn.
+	for _, units := range legacyUnits {
+		most, ok := v1alpha1.MaxAmountIn(units)
+		if !ok {
+			panic("no maximum for units " + units)
+		}
+		atMost, beyond := strconv.FormatInt(most, 10), strconv.FormatInt(most+1, 10)
+		sent := resource.MustParse(beyond)
+		cases["units "+units+" at the largest amount"] = validationCase{
+			intent: intentRequiring(res("mem", "memory").Requests(atMost).Limits(atMost).Units(units).Obj()),
+		}
+		cases["units "+units+" beyond the largest amount"] = validationCase{
+			intent: intentRequiring(res("mem", "memory").Requests(atMost).Limits(beyond).Units(units).Obj()),
+			want: field.ErrorList{field.Invalid(res0.Child("limits"), sent.String(),
+				"must be at most "+atMost+" with units "+units+", the largest amount fleetfit can count (about 8 PiB of memory, 9.2e15 of other resources)")},
+		}
+	}
+	return cases
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -41,6 +43,17 @@ var (
 // integerValue is the CEL rule's test for the one value of Gt and Lt.
 var integerValue = regexp.MustCompile(`^-?[0-9]+$`)
 
+// longExponent is the CEL rules' test for an amount written with an exponent
+// of four digits or more. The rules refuse such amounts without parsing
+// them: the API server would take minutes to compare 1e709551616 with
+// anything, and as long to parse 1e-709551616.
+var longExponent = regexp.MustCompile(`[eE][-+]?[0-9]{4}`)
+
+// hasLongExponent is longExponent on q as a Go client sends it.
+func hasLongExponent(q *resource.Quantity) bool {
+	return q != nil && longExponent.MatchString(q.String())
+}
+
 // Messages of the CRD's CEL rules, word for word.
 const (
 	msgResourceXorFeature = "set exactly one of resource (an amount to have free on a node) or feature (a node label requirement)"
@@ -50,6 +63,7 @@ const (
 	msgUnitsNeedIntegers  = "with units, requests and limits are whole numbers of that unit (EMCO's legacy form, e.g. requests: 1000 with units: MB); without units use Kubernetes quantities such as 1000M or 2Gi"
 	msgValueAndValues     = "set value (EMCO's shorthand for operator In with one value) or values, not both"
 	msgValueNeedsIn       = "value is shorthand for operator In; with other operators use values"
+	msgLongExponent       = "write requests and limits with an exponent of at most three digits, such as 4e9 or 4G: longer exponents give amounts far beyond what fleetfit can count, or below the smallest, 1n"
 )
 
 // The CEL rules with a messageExpression, as that expression evaluates.
@@ -67,6 +81,20 @@ func msgNeedsValue(op corev1.NodeSelectorOperator) string {
 
 func msgNeedsOneInteger(op corev1.NodeSelectorOperator) string {
 	return fmt.Sprintf(`operator %s takes exactly one integer value, e.g. values: ["8"]`, op)
+}
+
+func msgIntegerOutOfRange(op corev1.NodeSelectorOperator, value string) string {
+	return fmt.Sprintf("operator %s compares 64-bit integers, from -9223372036854775808 to 9223372036854775807, as node affinity does; %s is out of range", op, value)
+}
+
+// msgAmountTooLarge is the message of the rules that bound requests and
+// limits; units is "" when the amount has none.
+func msgAmountTooLarge(units string) string {
+	most := strconv.FormatInt(v1alpha1.MaxAmount, 10)
+	if m, ok := v1alpha1.MaxAmountIn(units); ok {
+		most = strconv.FormatInt(m, 10) + " with units " + units
+	}
+	return "must be at most " + most + ", the largest amount fleetfit can count (about 8 PiB of memory, 9.2e15 of other resources)"
 }
 
 // Messages of the checks the CRD cannot make. Each says what is expected and
@@ -117,14 +145,31 @@ func validateAmount(a *v1alpha1.ResourceAmount, path *field.Path) field.ErrorLis
 	if req == nil && lim == nil {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgRequestsOrLimits))
 	}
-	if req != nil && lim != nil && req.Cmp(*lim) > 0 {
+	if req != nil && lim != nil && !hasLongExponent(req) && !hasLongExponent(lim) && v1alpha1.CompareQuantities(*req, *lim) > 0 {
 		amountErrs = append(amountErrs, field.Invalid(path.Child("requests"), req.String(), msgRequestsExceedLimits(req.String(), lim.String())))
 	}
 	if (req != nil && req.Sign() < 0) || (lim != nil && lim.Sign() < 0) {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgNegativeAmount))
 	}
-	if a.Units != "" && ((req != nil && !isCELInteger(req)) || (lim != nil && !isCELInteger(lim))) {
+	if hasLongExponent(req) || hasLongExponent(lim) {
+		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgLongExponent))
+	}
+	// An amount too large to count is reported as such, and only as such,
+	// even when it is also no whole number an int64 holds (1e300 with units
+	// TiB): saying it must be whole would send the user the wrong way.
+	most, hasMost := maxAmount(a.Units)
+	tooLarge := func(q *resource.Quantity) bool {
+		return hasMost && q != nil && v1alpha1.CompareQuantities(*q, most) > 0
+	}
+	notWhole := func(q *resource.Quantity) bool { return q != nil && !isCELInteger(q) && !tooLarge(q) }
+	if a.Units != "" && (notWhole(req) || notWhole(lim)) {
 		amountErrs = append(amountErrs, field.Invalid(path, field.OmitValueType{}, msgUnitsNeedIntegers))
+	}
+	if tooLarge(req) {
+		amountErrs = append(amountErrs, field.Invalid(path.Child("requests"), req.String(), msgAmountTooLarge(a.Units)))
+	}
+	if tooLarge(lim) {
+		amountErrs = append(amountErrs, field.Invalid(path.Child("limits"), lim.String(), msgAmountTooLarge(a.Units)))
 	}
 	errs = append(errs, amountErrs...)
 
@@ -187,8 +232,12 @@ func validateFeature(f *v1alpha1.FeatureRequirement, path *field.Path) field.Err
 		}
 		errs = append(errs, validateLabelValues(f, valuesPath, valuePath)...)
 	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		// The value is compared with node labels as an int64, as node
+		// affinity does; one beyond that range could never be compiled.
 		if len(f.Values) != 1 || !integerValue.MatchString(f.Values[0]) {
 			errs = append(errs, field.Invalid(valuesPath, f.Values, msgNeedsOneInteger(op)))
+		} else if _, err := strconv.ParseInt(f.Values[0], 10, 64); err != nil {
+			errs = append(errs, field.Invalid(valuesPath.Index(0), f.Values[0], msgIntegerOutOfRange(op, f.Values[0])))
 		}
 	}
 	return errs
@@ -214,4 +263,18 @@ func validateLabelValues(f *v1alpha1.FeatureRequirement, valuesPath, valuePath *
 		check(valuePath, f.Value)
 	}
 	return errs
+}
+
+// maxAmount is the largest amount the CRD admits with units ("" for none),
+// as a quantity in those units, and false for units the CRD does not know,
+// which it refuses before it evaluates any rule on amounts.
+func maxAmount(units string) (resource.Quantity, bool) {
+	if units == "" {
+		return *resource.NewQuantity(v1alpha1.MaxAmount, resource.DecimalSI), true
+	}
+	m, ok := v1alpha1.MaxAmountIn(units)
+	if !ok {
+		return resource.Quantity{}, false
+	}
+	return *resource.NewQuantity(m, resource.DecimalSI), true
 }

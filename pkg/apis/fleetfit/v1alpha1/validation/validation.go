@@ -12,9 +12,12 @@
 // Go sees quantities after decoding, when their spelling is gone, while the
 // CRD sees the request body. A Go client sends the canonical form (2000m as
 // 2, 1000 as 1k), so for what Go clients send the two agree. Text a person
-// sends directly can differ in one way: the CRD refuses whole numbers spelt
-// with a fraction (cpu 2000m with exclusiveCPU, 1000.0 with units, -0),
-// which Go, seeing only the value, accepts.
+// sends directly can differ in two ways, both where the CRD refuses what Go,
+// seeing only the value, accepts: whole numbers spelt with a fraction (cpu
+// 2000m with exclusiveCPU, 1000.0 with units, -0), and amounts spelt with an
+// exponent of four digits or more (1e-1000, 0e1000), which the CRD refuses
+// without parsing them because the API server would take minutes to parse
+// or compare some of them (1e-709551616, 1e709551616).
 package validation
 
 import (
@@ -125,20 +128,21 @@ func validateExclusiveCPU(c *v1alpha1.ResourceConsumer, path *field.Path) field.
 
 // hasGuaranteedResource reports whether a mandatory requirement for the named
 // resource sets limits, and requests (if set) equal to them; with wholeUnits,
-// limits must also be a whole number. Like the CEL rule it compares the
+// limits must also be a whole number. Like the CEL rule, it passes over
+// limits with a long exponent, which are refused anyway. Like the CEL rule it compares the
 // amounts as written: units scale requests and limits alike, so they do not
 // change the outcome.
 func hasGuaranteedResource(reqs []v1alpha1.ResourceRequirement, name string, wholeUnits bool) bool {
 	for i := range reqs {
 		r := &reqs[i]
-		if r.Resource == nil || r.Resource.Name != name || !r.IsMandatory() || r.Resource.Limits == nil {
+		if r.Resource == nil || r.Resource.Name != name || !r.IsMandatory() || r.Resource.Limits == nil || hasLongExponent(r.Resource.Limits) {
 			continue
 		}
 		limits := r.Resource.Limits
 		if wholeUnits && !isCELInteger(limits) {
 			continue
 		}
-		if r.Resource.Requests == nil || r.Resource.Requests.Cmp(*limits) == 0 {
+		if r.Resource.Requests == nil || v1alpha1.CompareQuantities(*r.Resource.Requests, *limits) == 0 {
 			return true
 		}
 	}
