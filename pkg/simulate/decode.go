@@ -3,19 +3,25 @@ package simulate
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
@@ -34,90 +40,393 @@ func init() {
 	utilruntime.Must(fleetfitv1alpha1.AddToScheme(Scheme))
 }
 
+// fleetKind is a kind a fleet file holds, at the one version the hub serves and stores it.
+type fleetKind struct {
+	gv         schema.GroupVersion
+	namespaced bool
+}
+
+// fleetKinds are the kinds a fleet file holds, by kind.
+var fleetKinds = map[string]fleetKind{
+	"ManagedCluster":           {clusterv1.SchemeGroupVersion, false},
+	"ManagedClusterSet":        {clusterv1beta2.SchemeGroupVersion, false},
+	"ManagedClusterSetBinding": {clusterv1beta2.SchemeGroupVersion, true},
+	"AddOnPlacementScore":      {clusterv1alpha1.SchemeGroupVersion, true},
+	"ClusterInventory":         {fleetfitv1alpha1.SchemeGroupVersion, true},
+	"Placement":                {clusterv1beta1.SchemeGroupVersion, true},
+	"PlacementDecision":        {clusterv1beta1.SchemeGroupVersion, true},
+	"HPAIntent":                {fleetfitv1alpha1.SchemeGroupVersion, true},
+	"Node":                     {corev1.SchemeGroupVersion, false},
+	"Pod":                      {corev1.SchemeGroupVersion, true},
+	"Namespace":                {corev1.SchemeGroupVersion, false},
+}
+
 // supportedKinds is what an error about an unknown kind lists.
 const supportedKinds = "ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding, AddOnPlacementScore, ClusterInventory, " +
 	"Placement, PlacementDecision, HPAIntent, Node, Pod (Namespaces are ignored; a List may hold any of them)"
 
-// Decode reads a fleet file — YAML documents separated by "---", or JSON, each an object or a
-// List of objects — into f. Objects of the hub's CRDs get the defaults the API server would
-// give them, unknown fields are errors (a typo must not be silently dropped), and HPAIntents
-// are checked as admission checks them. source names the input in errors.
+// maxErrors is how many problems of one object a message lists.
+const maxErrors = 10
+
+// place is where an object was read: a file, its document (counted from 1; every object of a
+// JSON stream is a document of its own) and the item of a List (from 1, 0 for no List).
+type place struct {
+	source string
+	doc    int
+	item   int
+}
+
+func (p place) String() string {
+	s := fmt.Sprintf("%s, document %d", p.source, p.doc)
+	if p.item > 0 {
+		s += fmt.Sprintf(", item %d", p.item)
+	}
+	return s
+}
+
+// Decode reads a fleet file into f: YAML documents separated by "---", or JSON objects one
+// after another, each an object or a List of objects; UTF-8, or UTF-16 with a byte order mark.
+// Every object is checked as the hub's API server would check it on create — its kind and
+// apiVersion, a mapping key given twice, its CRD's schema and CEL rules with the defaults
+// they give, or for Nodes and Pods their names, labels and amounts — and unknown fields and
+// numbers out of their field's range are errors, never dropped or wrapped. HPAIntents are also
+// checked as admission checks them. source names the input in errors, which say the document
+// and the field. An object that appears twice (the same kind, namespace and name, in this
+// input or one decoded before into f) is an error naming both places.
 func (f *Fleet) Decode(r io.Reader, source string) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	for doc := 1; ; doc++ {
+	text, err := readText(r, source)
+	if err != nil {
+		return err
+	}
+	return eachDocument(text, source, func(at place, obj any) error {
+		m, ok := obj.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: is %s, not an object: every document is one object with apiVersion and kind, or a List of them", at, describe(obj))
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if !isList(u) {
+			return f.addUnstructured(u, at)
+		}
+		items, _ := m["items"].([]any)
+		for i, item := range items {
+			at := place{source: at.source, doc: at.doc, item: i + 1}
+			m, ok := item.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s: is %s, not an object", at, describe(item))
+			}
+			if err := f.addUnstructured(&unstructured.Unstructured{Object: m}, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// isList reports whether u is a List, as `kubectl get -o yaml` prints several objects.
+func isList(u *unstructured.Unstructured) bool {
+	_, ok := u.Object["items"].([]any)
+	return ok && strings.HasSuffix(u.GetKind(), "List")
+}
+
+func describe(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a sequence"
+	case string:
+		return "a string"
+	case nil:
+		return "empty"
+	default:
+		return "a scalar"
+	}
+}
+
+// eachDocument calls fn with every document of text, decoded with integers kept as integers
+// (as the API server decodes them), in order. A document that starts with '{' and is JSON may
+// be a stream of several JSON values, each a document of its own; one that is not JSON is
+// YAML (a flow mapping). A key given twice in a mapping is an error, in YAML and in JSON alike:
+// silently keeping one of the two values would schedule something the user did not write.
+func eachDocument(text []byte, source string, fn func(place, any) error) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(text)))
+	doc := 0
+	for {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: reading document %d: %w", source, doc, err)
+			return fmt.Errorf("%s: reading document %d: %w", source, doc+1, err)
 		}
-		if len(bytes.TrimSpace(raw)) == 0 {
+		trimmed := bytes.TrimSpace(raw)
+		if len(trimmed) == 0 {
 			continue
 		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-			return fmt.Errorf("%s: document %d: %w", source, doc, err)
-		}
-		if len(obj.Object) == 0 {
-			continue // a document of comments only
-		}
-		items := []unstructured.Unstructured{*obj}
-		if obj.IsList() {
-			list, err := obj.ToList()
-			if err != nil {
-				return fmt.Errorf("%s: document %d: %w", source, doc, err)
+		if trimmed[0] == '{' || trimmed[0] == '[' {
+			if n, err := eachJSONValue(trimmed, source, doc, fn); n > 0 || err != nil {
+				doc += n
+				if err != nil {
+					return err
+				}
+				continue
 			}
-			items = list.Items
 		}
-		for i := range items {
-			if err := f.addUnstructured(&items[i]); err != nil {
-				return fmt.Errorf("%s: document %d: %w", source, doc, err)
-			}
+		doc++
+		at := place{source: source, doc: doc}
+		j, err := yaml.YAMLToJSONStrict(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %s", at, yamlError(err))
+		}
+		var obj any
+		if err := unmarshalStrict(j, &obj); err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		if obj == nil {
+			continue // comments only
+		}
+		if err := fn(at, obj); err != nil {
+			return err
 		}
 	}
 }
 
-// namespaced are the namespaced kinds of a fleet.
-var namespaced = map[string]bool{
-	"ManagedClusterSetBinding": true, "AddOnPlacementScore": true, "ClusterInventory": true,
-	"Placement": true, "PlacementDecision": true, "HPAIntent": true, "Pod": true,
+// eachJSONValue calls fn with every JSON value of b and returns how many it read. It reads
+// none, and returns no error, when b does not start with a JSON value: b is then YAML.
+func eachJSONValue(b []byte, source string, before int, fn func(place, any) error) (int, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	n := 0
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			if n == 0 {
+				return 0, nil
+			}
+			return n, fmt.Errorf("%s: not valid JSON after the %d object(s) before it: %w", place{source: source, doc: before + n + 1}, n, err)
+		}
+		n++
+		at := place{source: source, doc: before + n}
+		var obj any
+		if err := unmarshalStrict(raw, &obj); err != nil {
+			return n, fmt.Errorf("%s: %w", at, err)
+		}
+		if err := fn(at, obj); err != nil {
+			return n, err
+		}
+	}
 }
 
-func (f *Fleet) addUnstructured(u *unstructured.Unstructured) error {
-	gvk := u.GroupVersionKind()
-	what := fmt.Sprintf("%s %q", gvk.Kind, u.GetName())
-	if u.GetNamespace() != "" {
-		what = fmt.Sprintf("%s %q", gvk.Kind, u.GetNamespace()+"/"+u.GetName())
-	}
-	if gvk.Kind == "" || gvk.Version == "" {
-		return fmt.Errorf("an object without apiVersion and kind: every object needs both")
-	}
-	if !Scheme.Recognizes(gvk) {
-		return fmt.Errorf("%s: %s is not part of a fleet; a fleet file holds %s", what, gvk, supportedKinds)
-	}
-	if u.GetNamespace() == "" && namespaced[gvk.Kind] {
-		u.SetNamespace("default") // as kubectl apply would
-	}
-	if err := hubDefaults.apply(gvk, u.Object); err != nil {
-		return err
-	}
-	obj, err := Scheme.New(gvk)
+// unmarshalStrict decodes JSON as the API server does — integers as int64, keys case
+// sensitive — and refuses a key given twice.
+func unmarshalStrict(j []byte, v any) error {
+	strict, err := sigsjson.UnmarshalStrict(j, v, sigsjson.DisallowDuplicateFields)
 	if err != nil {
 		return err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return fmt.Errorf("%s: a key may appear only once in a mapping", strings.Join(msgs, "; "))
 	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		defaultRequests(pod)
+	return nil
+}
+
+// yamlError makes the YAML parser's message one line; its line numbers count from the start of
+// the document.
+func yamlError(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
+	if strings.Contains(msg, "already set in map") {
+		msg += " (lines count from the document's start; a key may appear only once in a mapping)"
 	}
-	if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
-		if errs := validation.ValidateHPAIntent(in); len(errs) > 0 {
-			return fmt.Errorf("%s is invalid (the hub's API server would refuse it): %w", what, errs.ToAggregate())
+	return msg
+}
+
+// checkKind says what is wrong with the apiVersion and kind of an object, or nil when a fleet
+// holds it.
+func checkKind(gvk schema.GroupVersionKind, apiVersion string) error {
+	if gvk.Kind == "" || apiVersion == "" {
+		return fmt.Errorf("an object needs apiVersion and kind, such as apiVersion: %s and kind: Placement", clusterv1beta1.SchemeGroupVersion)
+	}
+	k, ok := fleetKinds[gvk.Kind]
+	if !ok {
+		for name := range fleetKinds {
+			if strings.EqualFold(name, gvk.Kind) {
+				return fmt.Errorf("kind %q is not a kind of a fleet: kinds are case-sensitive; did you mean %s?", gvk.Kind, name)
+			}
+		}
+		return fmt.Errorf("%s (%s) is not part of a fleet: a fleet file holds %s", gvk.Kind, apiVersion, supportedKinds)
+	}
+	if gvk.GroupVersion() != k.gv {
+		return fmt.Errorf("%s has apiVersion %s, not %s: set apiVersion: %s", gvk.Kind, k.gv, apiVersion, k.gv)
+	}
+	return nil
+}
+
+func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
+	gvk := u.GroupVersionKind()
+	if err := checkKind(gvk, u.GetAPIVersion()); err != nil {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	k := fleetKinds[gvk.Kind]
+	if !k.namespaced {
+		u.SetNamespace("") // as the API server does for cluster-scoped kinds
+	} else if u.GetNamespace() == "" {
+		u.SetNamespace("default") // as kubectl apply would
+	}
+	what := fmt.Sprintf("%s %q", gvk.Kind, u.GetName())
+	if k.namespaced {
+		what = fmt.Sprintf("%s %q", gvk.Kind, u.GetNamespace()+"/"+u.GetName())
+	}
+	server := "the hub's API server"
+	if gvk.Group == "" {
+		server = "the cluster's API server" // Nodes and Pods live in the managed clusters
+	}
+	invalid := func(errs field.ErrorList) error {
+		return fmt.Errorf("%s: %s is invalid (%s would refuse it): %s", at, what, server, fieldErrors(errs))
+	}
+	s, err := hubSchemas.lookup(gvk)
+	if err != nil {
+		return err
+	}
+	if s != nil {
+		if errs := s.defaultAndValidate(context.Background(), u); len(errs) > 0 {
+			return invalid(errs)
 		}
 	}
-	return f.Add(obj)
+	obj, err := Scheme.New(gvk)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", at, what, err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+		return fmt.Errorf("%s: %s: %w", at, what, err)
+	}
+	if errs := numbersKept(u.Object, obj); len(errs) > 0 {
+		return invalid(errs)
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		if errs := validateNode(o); len(errs) > 0 {
+			return invalid(errs)
+		}
+	case *corev1.Pod:
+		if errs := validatePod(o); len(errs) > 0 {
+			return invalid(errs)
+		}
+		defaultRequests(o)
+	case *fleetfitv1alpha1.HPAIntent:
+		if errs := validation.ValidateHPAIntent(o); len(errs) > 0 {
+			return invalid(errs)
+		}
+	case *corev1.Namespace:
+		return nil
+	}
+	if err := f.remember(gvk.Kind, u.GetNamespace(), u.GetName(), what, at); err != nil {
+		return err
+	}
+	if err := f.Add(obj); err != nil {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	return nil
+}
+
+// remember records where an object was read, or says that it was read before, and where.
+func (f *Fleet) remember(kind, namespace, name, what string, at place) error {
+	key := objectKey(kind, namespace, name)
+	if before, dup := f.places[key]; dup {
+		return fmt.Errorf("%s appears twice: in %s and in %s; give each object a name of its own, or remove one", what, before, at)
+	}
+	if f.places == nil {
+		f.places = map[string]place{}
+	}
+	f.places[key] = at
+	return nil
+}
+
+func objectKey(kind, namespace, name string) string { return kind + " " + namespace + "/" + name }
+
+// where says where an object was read, as " (fleet.yaml, document 3)", or nothing when it was
+// not read from a file.
+func (f *Fleet) where(kind, namespace, name string) string {
+	if at, ok := f.places[objectKey(kind, namespace, name)]; ok {
+		return " (" + at.String() + ")"
+	}
+	return ""
+}
+
+// numbersKept checks that every number of in reads the same in obj, converted from it: a
+// number too large for its field (an int32 such as replicas) must be refused, not wrapped
+// into a small one. The hub's CRD schemas say so for their kinds; this holds for every kind.
+func numbersKept(in map[string]any, obj runtime.Object) field.ErrorList {
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	var errs field.ErrorList
+	compareNumbers(nil, in, out, &errs)
+	return errs
+}
+
+// outOfRange is what a number that its field cannot hold gets told: the fields a conversion
+// can change are 32-bit integers.
+const outOfRange = "out of range: this field is a 32-bit integer, from -2147483648 to 2147483647"
+
+func compareNumbers(p *field.Path, in, out any, errs *field.ErrorList) {
+	switch v := in.(type) {
+	case map[string]any:
+		o, _ := out.(map[string]any)
+		for k, x := range v {
+			compareNumbers(p.Child(k), x, o[k], errs)
+		}
+	case []any:
+		o, _ := out.([]any)
+		for i, x := range v {
+			var y any
+			if i < len(o) {
+				y = o[i]
+			}
+			compareNumbers(p.Index(i), x, y, errs)
+		}
+	case int64:
+		switch o := out.(type) {
+		case int64:
+			if o != v {
+				*errs = append(*errs, field.Invalid(p, v, outOfRange))
+			}
+		case nil:
+			if v != 0 {
+				*errs = append(*errs, field.Invalid(p, v, outOfRange))
+			}
+		}
+	}
+}
+
+// fieldErrors prints at most maxErrors problems, each with its field, without values so long
+// that they would bury the message.
+func fieldErrors(errs field.ErrorList) string {
+	var msgs []string
+	for i, e := range errs {
+		if i == maxErrors {
+			msgs = append(msgs, fmt.Sprintf("and %d more", len(errs)-maxErrors))
+			break
+		}
+		e := *e
+		switch v := e.BadValue.(type) {
+		case string:
+			if len(v) > 64 {
+				e.BadValue = fmt.Sprintf("%.40s... (%d bytes)", v, len(v))
+			}
+		case int64, int32, int, float64, bool, nil:
+		default:
+			e.BadValue = field.OmitValueType{}
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // defaultRequests applies the API server's defaulting of a pod's containers that the agent sees

@@ -75,7 +75,7 @@ func (o *PlacementOptions) Run(ctx context.Context, w io.Writer) error {
 	var fleet *simulate.Fleet
 	now := o.Now()
 	if len(o.Files) > 0 {
-		if fleet, err = simulate.ReadFiles(o.Files, now); err != nil {
+		if fleet, err = simulate.ReadFiles(o.Files, simulate.ReadOptions{Now: now}); err != nil {
 			return err
 		}
 		if at := fleet.LatestObservation(); !at.IsZero() {
@@ -122,9 +122,13 @@ func PrintPlacement(w io.Writer, r *simulate.PlacementResult) error {
 	if p.Spec.NumberOfClusters != nil {
 		want = fmt.Sprintf("%d cluster(s)", *p.Spec.NumberOfClusters)
 	}
+	// The decisions the placement holds afterwards, as simulate prints them: when a cycle
+	// fails after the scheduler chose, the placement keeps what it had.
 	var selected []string
-	for _, d := range e.Decisions {
-		selected = append(selected, d.ClusterName)
+	for _, d := range r.Decisions {
+		for _, cd := range d.Status.Decisions {
+			selected = append(selected, cd.ClusterName)
+		}
 	}
 	fmt.Fprintf(w, "  wants %s; selects %s\n", want, output.Or(strings.Join(selected, ", "), "none"))
 	for _, t := range []string{clusterv1beta1.PlacementConditionSatisfied, clusterv1beta1.PlacementConditionMisconfigured} {

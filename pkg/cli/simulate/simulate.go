@@ -118,12 +118,12 @@ func (o *Options) Run(ctx context.Context, w io.Writer) error {
 
 func (o *Options) fleet(ctx context.Context) (*simulate.Fleet, time.Time, error) {
 	now := o.Now()
-	if !o.at.IsZero() {
-		now = o.at
-	}
-	files, err := simulate.ReadFiles(o.Files, now)
+	files, err := simulate.ReadFiles(o.Files, simulate.ReadOptions{Now: now, At: o.at})
 	if err != nil {
 		return nil, now, err
+	}
+	if !o.at.IsZero() {
+		now = o.at
 	}
 	if !o.FromHub {
 		if at := files.LatestObservation(); o.at.IsZero() && !at.IsZero() {
