@@ -98,11 +98,14 @@ func (d *crdSchemas) lookup(gvk schema.GroupVersionKind) (*crdSchema, error) {
 	return d.schemas[gvk], nil
 }
 
-// defaultAndValidate defaults obj in place and checks it as the API server checks a custom
+// defaultAndValidate drops the nulls the schema does not allow, defaults u in place and checks it as the API server checks a custom
 // resource on create: its metadata (names, labels, annotations), its schema (types, formats
 // such as int32, minimums and maximums, patterns, enums), embedded objects, list types, and
 // the CEL rules within the API server's cost budget.
 func (s *crdSchema) defaultAndValidate(ctx context.Context, u *unstructured.Unstructured) field.ErrorList {
+	// A null where the schema allows none is dropped, as the API server drops it (what
+	// encoding a Go object with a nil slice writes).
+	defaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s.structural)
 	defaulting.Default(u.Object, s.structural)
 	errs := metavalidation.ValidateObjectMetaAccessor(u, s.namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u.Object, s.validator)...)
