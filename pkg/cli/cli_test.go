@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -122,6 +125,32 @@ func TestBadInput(t *testing.T) {
 			_, err := run(t, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNoKubeconfig: without -f and without any kubeconfig, the commands that read the hub say
+// how to name one instead of talking to localhost:8080.
+func TestNoKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	cases := map[string][]string{
+		"get clusters":       {"get", "clusters"},
+		"get placements":     {"get", "placements", "-A"},
+		"explain placement":  {"explain", "placement", "p", "-n", "ml"},
+		"simulate from hub":  {"simulate", "--from-hub"},
+		"an empty --context": {"get", "clusters", "--context", "hub"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := run(t, args...)
+			if !errors.Is(err, clientopts.ErrNoCluster) {
+				t.Fatalf("error = %v, want %v", err, clientopts.ErrNoCluster)
+			}
+			want := "no cluster to talk to: no kubeconfig was found ($KUBECONFIG is unset or names no file, and ~/.kube/config does not exist); pass --kubeconfig or --context, set KUBECONFIG, or read a fleet file with -f"
+			if diff := cmp.Diff(want, err.Error()); diff != "" {
+				t.Errorf("error (-want,+got):\n%s", diff)
 			}
 		})
 	}
