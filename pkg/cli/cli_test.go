@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,5 +155,57 @@ func TestNoKubeconfig(t *testing.T) {
 				t.Errorf("error (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTerminalOutputIsClean: control characters in what objects say (a message, a reason) and
+// in errors reach the terminal escaped, never raw.
+func TestTerminalOutputIsClean(t *testing.T) {
+	fleet := `apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: p, namespace: ml}
+spec: {numberOfClusters: 1}
+status:
+  conditions:
+  - type: PlacementSatisfied
+    status: "False"
+    reason: Unsatisfied
+    message: "\e]0;pwned\a\e[2Jcleared\tshifted\u202Eevil"
+    lastTransitionTime: "2026-03-01T12:00:00Z"
+`
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(path, []byte(fleet), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "get", "placements", "-n", "ml", "-o", "wide", "-f", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := ut.TableRows(out)
+	if len(rows) != 2 {
+		t.Fatalf("want a header and one row, got:\n%s", out)
+	}
+	got := rows[1][len(rows[1])-1]
+	if want := `\x1b]0;pwned\x07\x1b[2Jcleared\tshifted\u202eevil`; got != want {
+		t.Errorf("MESSAGE = %q, want %q", got, want)
+	}
+	assertNoControl(t, out)
+
+	_, err = run(t, "simulate", "-f", filepath.Join(t.TempDir(), "\x1b[2Jfleet.yaml"))
+	if err == nil || !strings.Contains(err.Error(), `\x1b[2Jfleet.yaml`) {
+		t.Errorf("error = %q, want the file's name with its escape written \\x1b", err)
+	}
+	if err != nil {
+		assertNoControl(t, err.Error())
+	}
+}
+
+func assertNoControl(t *testing.T, s string) {
+	t.Helper()
+	for _, r := range s {
+		if r != '\n' && unicode.IsControl(r) {
+			t.Errorf("the output holds the control character %U:\n%q", r, s)
+			return
+		}
 	}
 }
