@@ -209,3 +209,40 @@ func assertNoControl(t *testing.T, s string) {
 		}
 	}
 }
+
+// TestExplainAgreesWithSimulate: when a cycle fails after the scheduler chose, explain and
+// simulate both show the decisions the placement keeps, and why.
+func TestExplainAgreesWithSimulate(t *testing.T) {
+	const fleet = "testdata/failed-layout.yaml"
+	out, err := run(t, "simulate", "-f", fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row []string
+	for _, r := range ut.TableRows(out) {
+		if len(r) >= 5 && r[0] == "ml/p" {
+			row = r[:5]
+		}
+	}
+	if row == nil {
+		t.Fatalf("simulate printed no row for ml/p:\n%s", out)
+	}
+	if diff := cmp.Diff([]string{"ml/p", "1/all", "c2", "False"}, row[:4]); diff != "" {
+		t.Errorf("simulate's row (-want,+got):\n%s\n%s", diff, out)
+	}
+	if !strings.HasPrefix(row[4], "Misconfigured:") || !strings.Contains(row[4], `"Bogus" is not a valid label selector operator`) {
+		t.Errorf("simulate's reason = %q, want Misconfigured naming the invalid operator", row[4])
+	}
+	out, err = run(t, "explain", "placement", "p", "-n", "ml", "-f", fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"wants all feasible clusters; selects c2\n",
+		`error: Misconfigured: decision group "canary": "Bogus" is not a valid label selector operator (the existing decisions are kept)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
+}
