@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -303,6 +305,9 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 		return fmt.Errorf("%s: %s: %w", at, what, err)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+		if p := failingField(gvk, u.Object); p != nil && !strings.Contains(err.Error(), "unknown field") {
+			return fmt.Errorf("%s: %s: %s: %w", at, what, p, err)
+		}
 		return fmt.Errorf("%s: %s: %w", at, what, err)
 	}
 	if errs := numbersKept(u.Object, obj); len(errs) > 0 {
@@ -332,6 +337,61 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 		return fmt.Errorf("%s: %w", at, err)
 	}
 	return nil
+}
+
+// failingField returns the path of the innermost field of obj whose value alone cannot be
+// converted to its Go type (a quantity that is no quantity, a string where a boolean belongs),
+// or nil. The converter's own errors do not say which field, and a message must.
+func failingField(gvk schema.GroupVersionKind, obj map[string]any) *field.Path {
+	converts := func(partial map[string]any) bool {
+		out, err := Scheme.New(gvk)
+		if err != nil {
+			return true
+		}
+		partial["apiVersion"], partial["kind"] = obj["apiVersion"], obj["kind"]
+		return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(partial, out, false) == nil
+	}
+	// wrap builds an object holding only v, at the path of keys and indexes given.
+	var wrap func(steps []any, v any) any
+	wrap = func(steps []any, v any) any {
+		if len(steps) == 0 {
+			return v
+		}
+		if k, ok := steps[0].(string); ok {
+			return map[string]any{k: wrap(steps[1:], v)}
+		}
+		return []any{wrap(steps[1:], v)}
+	}
+	var search func(p *field.Path, steps []any, v any) *field.Path
+	search = func(p *field.Path, steps []any, v any) *field.Path {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if len(steps) == 0 && (k == "apiVersion" || k == "kind") {
+					continue
+				}
+				child := append(slices.Clone(steps), k)
+				if root, _ := wrap(child, x[k]).(map[string]any); !converts(root) {
+					if inner := search(p.Child(k), child, x[k]); inner != nil {
+						return inner
+					}
+					return p.Child(k)
+				}
+			}
+		case []any:
+			for i, e := range x {
+				child := append(slices.Clone(steps), i)
+				if root, _ := wrap(steps, []any{e}).(map[string]any); !converts(root) {
+					if inner := search(p.Index(i), child, e); inner != nil {
+						return inner
+					}
+					return p.Index(i)
+				}
+			}
+		}
+		return nil
+	}
+	return search(nil, nil, obj)
 }
 
 // remember records where an object was read, or says that it was read before, and where.

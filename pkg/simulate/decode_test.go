@@ -177,6 +177,14 @@ func TestDecodeRefuses(t *testing.T) {
 			in:   podHead + "spec: {priority: 4294967297, containers: [{name: a, image: a}]}",
 			want: `fleet.yaml, document 1: Pod "ml/p" is invalid (the cluster's API server would refuse it): spec.priority: Invalid value: 4294967297: ` + int32Range,
 		},
+		"a quantity that is no quantity": {
+			in:   podHead + "spec: {containers: [{name: a, image: a}, {name: b, image: b, resources: {requests: {memory: 12XB}}}]}",
+			want: `fleet.yaml, document 1: Pod "ml/p": spec.containers[1].resources.requests.memory: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+		},
+		"a value of the wrong type": {
+			in:   nodeHead + "spec: {unschedulable: yes-please}",
+			want: `fleet.yaml, document 1: Node "n1": spec.unschedulable: unrecognized type: bool`,
+		},
 		"a duplicate YAML key": {
 			in:   placementHead + "  numberOfClusters: 1\n  numberOfClusters: 2",
 			want: `fleet.yaml, document 1: yaml: unmarshal errors: line 6: key "numberOfClusters" already set in map (lines count from the document's start; a key may appear only once in a mapping)`,
