@@ -291,6 +291,9 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 	invalid := func(errs field.ErrorList) error {
 		return fmt.Errorf("%s: %s is invalid (%s would refuse it): %s", at, what, server, fieldErrors(errs))
 	}
+	if errs := oversizedMetadata(u); len(errs) > 0 {
+		return invalid(errs)
+	}
 	s, err := hubSchemas.lookup(gvk)
 	if err != nil {
 		return err
@@ -337,6 +340,34 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 		return fmt.Errorf("%s: %w", at, err)
 	}
 	return nil
+}
+
+// Limits of names, label keys and label values that the API server enforces.
+const (
+	maxNameLength       = 253
+	maxLabelKeyLength   = 253 + 1 + 63 // a DNS subdomain prefix, a slash, a name
+	maxLabelValueLength = 63
+)
+
+// oversizedMetadata refuses names, label keys and label values far longer than the API server
+// allows before they are matched against its patterns: matching a label value of 50 MB takes
+// seconds, and the message is the API server's all the same.
+func oversizedMetadata(u *unstructured.Unstructured) field.ErrorList {
+	var errs field.ErrorList
+	meta := field.NewPath("metadata")
+	if name := u.GetName(); len(name) > maxNameLength {
+		errs = append(errs, field.TooLong(meta.Child("name"), name, maxNameLength))
+	}
+	labels := u.GetLabels()
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if len(k) > maxLabelKeyLength {
+			errs = append(errs, field.Invalid(meta.Child("labels"), k, fmt.Sprintf("a label key must be no more than %d bytes", maxLabelKeyLength)))
+		}
+		if v := labels[k]; len(v) > maxLabelValueLength {
+			errs = append(errs, field.Invalid(meta.Child("labels"), v, fmt.Sprintf("must be no more than %d bytes", maxLabelValueLength)))
+		}
+	}
+	return errs
 }
 
 // failingField returns the path of the innermost field of obj whose value alone cannot be
