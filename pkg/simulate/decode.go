@@ -248,12 +248,22 @@ func yamlError(err error) string {
 	return msg
 }
 
-// checkKind says what is wrong with the apiVersion and kind of an object, or nil when a fleet
-// holds it.
-func checkKind(gvk schema.GroupVersionKind, apiVersion string) error {
-	if gvk.Kind == "" || apiVersion == "" {
-		return fmt.Errorf("an object needs apiVersion and kind, such as apiVersion: %s and kind: Placement", clusterv1beta1.SchemeGroupVersion)
+// checkKind returns the group, version and kind of an object, or says what is wrong with its
+// apiVersion and kind: both are needed, and a fleet holds only some kinds, each at one version.
+func checkKind(apiVersion, kind string) (schema.GroupVersionKind, error) {
+	if kind == "" || apiVersion == "" {
+		return schema.GroupVersionKind{}, fmt.Errorf("an object needs apiVersion and kind, such as apiVersion: %s and kind: Placement", clusterv1beta1.SchemeGroupVersion)
 	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("apiVersion %q is not a group and version such as %s", apiVersion, clusterv1beta1.SchemeGroupVersion)
+	}
+	gvk := gv.WithKind(kind)
+	return gvk, kindOfFleet(gvk, apiVersion)
+}
+
+// kindOfFleet says why a fleet does not hold gvk, or returns nil.
+func kindOfFleet(gvk schema.GroupVersionKind, apiVersion string) error {
 	k, ok := fleetKinds[gvk.Kind]
 	if !ok {
 		for name := range fleetKinds {
@@ -270,8 +280,8 @@ func checkKind(gvk schema.GroupVersionKind, apiVersion string) error {
 }
 
 func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
-	gvk := u.GroupVersionKind()
-	if err := checkKind(gvk, u.GetAPIVersion()); err != nil {
+	gvk, err := checkKind(u.GetAPIVersion(), u.GetKind())
+	if err != nil {
 		return fmt.Errorf("%s: %w", at, err)
 	}
 	k := fleetKinds[gvk.Kind]
@@ -296,7 +306,7 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 	}
 	s, err := hubSchemas.lookup(gvk)
 	if err != nil {
-		return err
+		return fmt.Errorf("loading the hub's CRDs: %w", err)
 	}
 	if s != nil {
 		if errs := s.defaultAndValidate(context.Background(), u); len(errs) > 0 {
@@ -376,7 +386,7 @@ func oversizedMetadata(u *unstructured.Unstructured) field.ErrorList {
 func failingField(gvk schema.GroupVersionKind, obj map[string]any) *field.Path {
 	converts := func(partial map[string]any) bool {
 		out, err := Scheme.New(gvk)
-		if err != nil {
+		if err != nil || partial == nil {
 			return true
 		}
 		partial["apiVersion"], partial["kind"] = obj["apiVersion"], obj["kind"]

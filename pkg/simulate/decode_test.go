@@ -222,6 +222,14 @@ func TestDecodeRefuses(t *testing.T) {
 			in:   "---\nmetadata: {name: p}",
 			want: `fleet.yaml, document 1: an object needs apiVersion and kind, such as apiVersion: cluster.open-cluster-management.io/v1beta1 and kind: Placement`,
 		},
+		"an apiVersion that is no group and version": {
+			in:   "apiVersion: a/b/c\nkind: Node\nmetadata: {name: c}",
+			want: `fleet.yaml, document 1: apiVersion "a/b/c" is not a group and version such as cluster.open-cluster-management.io/v1beta1`,
+		},
+		"an apiVersion that is a number": {
+			in:   "apiVersion: 1\nkind: Node\nmetadata: {name: c}",
+			want: `fleet.yaml, document 1: an object needs apiVersion and kind, such as apiVersion: cluster.open-cluster-management.io/v1beta1 and kind: Placement`,
+		},
 		"a sequence": {
 			in:   cluster("c1") + "\n---\n- a\n- b",
 			want: `fleet.yaml, document 2: is a sequence, not an object: every document is one object with apiVersion and kind, or a List of them`,
