@@ -1,15 +1,9 @@
 package simulate
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,13 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
@@ -128,124 +119,6 @@ func (f *Fleet) Decode(r io.Reader, source string) error {
 func isList(u *unstructured.Unstructured) bool {
 	_, ok := u.Object["items"].([]any)
 	return ok && strings.HasSuffix(u.GetKind(), "List")
-}
-
-func describe(v any) string {
-	switch v.(type) {
-	case []any:
-		return "a sequence"
-	case string:
-		return "a string"
-	case nil:
-		return "empty"
-	default:
-		return "a scalar"
-	}
-}
-
-// eachDocument calls fn with every document of text, decoded with integers kept as integers
-// (as the API server decodes them), in order. A document that starts with '{' and is JSON may
-// be a stream of several JSON values, each a document of its own; one that is not JSON is
-// YAML (a flow mapping). A key given twice in a mapping is an error, in YAML and in JSON alike:
-// silently keeping one of the two values would schedule something the user did not write.
-func eachDocument(text []byte, source string, fn func(place, any) error) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(text)))
-	doc := 0
-	for {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: reading document %d: %w", source, doc+1, err)
-		}
-		trimmed := bytes.TrimSpace(raw)
-		if len(trimmed) == 0 {
-			continue
-		}
-		if trimmed[0] == '{' || trimmed[0] == '[' {
-			if n, err := eachJSONValue(trimmed, source, doc, fn); n > 0 || err != nil {
-				doc += n
-				if err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		doc++
-		at := place{source: source, doc: doc}
-		j, err := yaml.YAMLToJSONStrict(raw)
-		if err != nil {
-			return fmt.Errorf("%s: %s", at, yamlError(err))
-		}
-		var obj any
-		if err := unmarshalStrict(j, &obj); err != nil {
-			return fmt.Errorf("%s: %w", at, err)
-		}
-		if obj == nil {
-			continue // comments only
-		}
-		if err := fn(at, obj); err != nil {
-			return err
-		}
-	}
-}
-
-// eachJSONValue calls fn with every JSON value of b and returns how many it read. It reads
-// none, and returns no error, when b does not start with a JSON value: b is then YAML.
-func eachJSONValue(b []byte, source string, before int, fn func(place, any) error) (int, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	n := 0
-	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			return n, nil
-		}
-		if err != nil {
-			if n == 0 {
-				return 0, nil
-			}
-			return n, fmt.Errorf("%s: not valid JSON after the %d object(s) before it: %w", place{source: source, doc: before + n + 1}, n, err)
-		}
-		n++
-		at := place{source: source, doc: before + n}
-		var obj any
-		if err := unmarshalStrict(raw, &obj); err != nil {
-			return n, fmt.Errorf("%s: %w", at, err)
-		}
-		if err := fn(at, obj); err != nil {
-			return n, err
-		}
-	}
-}
-
-// unmarshalStrict decodes JSON as the API server does — integers as int64, keys case
-// sensitive — and refuses a key given twice.
-func unmarshalStrict(j []byte, v any) error {
-	strict, err := sigsjson.UnmarshalStrict(j, v, sigsjson.DisallowDuplicateFields)
-	if err != nil {
-		return err
-	}
-	if len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = e.Error()
-		}
-		return fmt.Errorf("%s: a key may appear only once in a mapping", strings.Join(msgs, "; "))
-	}
-	return nil
-}
-
-// yamlError makes the YAML parser's message one line; its line numbers count from the start of
-// the document.
-func yamlError(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
-	if strings.Contains(msg, "already set in map") {
-		msg += " (lines count from the document's start; a key may appear only once in a mapping)"
-	}
-	return msg
 }
 
 // checkKind returns the group, version and kind of an object, or says what is wrong with its
@@ -352,89 +225,6 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 	return nil
 }
 
-// Limits of names, label keys and label values that the API server enforces.
-const (
-	maxNameLength       = 253
-	maxLabelKeyLength   = 253 + 1 + 63 // a DNS subdomain prefix, a slash, a name
-	maxLabelValueLength = 63
-)
-
-// oversizedMetadata refuses names, label keys and label values far longer than the API server
-// allows before they are matched against its patterns: matching a label value of 50 MB takes
-// seconds, and the message is the API server's all the same.
-func oversizedMetadata(u *unstructured.Unstructured) field.ErrorList {
-	var errs field.ErrorList
-	meta := field.NewPath("metadata")
-	if name := u.GetName(); len(name) > maxNameLength {
-		errs = append(errs, field.TooLong(meta.Child("name"), name, maxNameLength))
-	}
-	labels := u.GetLabels()
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if len(k) > maxLabelKeyLength {
-			errs = append(errs, field.Invalid(meta.Child("labels"), k, fmt.Sprintf("a label key must be no more than %d bytes", maxLabelKeyLength)))
-		}
-		if v := labels[k]; len(v) > maxLabelValueLength {
-			errs = append(errs, field.Invalid(meta.Child("labels"), v, fmt.Sprintf("must be no more than %d bytes", maxLabelValueLength)))
-		}
-	}
-	return errs
-}
-
-// failingField returns the path of the innermost field of obj whose value alone cannot be
-// converted to its Go type (a quantity that is no quantity, a string where a boolean belongs),
-// or nil. The converter's own errors do not say which field, and a message must.
-func failingField(gvk schema.GroupVersionKind, obj map[string]any) *field.Path {
-	converts := func(partial map[string]any) bool {
-		out, err := Scheme.New(gvk)
-		if err != nil || partial == nil {
-			return true
-		}
-		partial["apiVersion"], partial["kind"] = obj["apiVersion"], obj["kind"]
-		return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(partial, out, false) == nil
-	}
-	// wrap builds an object holding only v, at the path of keys and indexes given.
-	var wrap func(steps []any, v any) any
-	wrap = func(steps []any, v any) any {
-		if len(steps) == 0 {
-			return v
-		}
-		if k, ok := steps[0].(string); ok {
-			return map[string]any{k: wrap(steps[1:], v)}
-		}
-		return []any{wrap(steps[1:], v)}
-	}
-	var search func(p *field.Path, steps []any, v any) *field.Path
-	search = func(p *field.Path, steps []any, v any) *field.Path {
-		switch x := v.(type) {
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				if len(steps) == 0 && (k == "apiVersion" || k == "kind") {
-					continue
-				}
-				child := append(slices.Clone(steps), k)
-				if root, _ := wrap(child, x[k]).(map[string]any); !converts(root) {
-					if inner := search(p.Child(k), child, x[k]); inner != nil {
-						return inner
-					}
-					return p.Child(k)
-				}
-			}
-		case []any:
-			for i, e := range x {
-				child := append(slices.Clone(steps), i)
-				if root, _ := wrap(steps, []any{e}).(map[string]any); !converts(root) {
-					if inner := search(p.Index(i), child, e); inner != nil {
-						return inner
-					}
-					return p.Index(i)
-				}
-			}
-		}
-		return nil
-	}
-	return search(nil, nil, obj)
-}
-
 // remember records where an object was read, or says that it was read before, and where.
 func (f *Fleet) remember(kind, namespace, name, what string, at place) error {
 	key := objectKey(kind, namespace, name)
@@ -457,77 +247,6 @@ func (f *Fleet) where(kind, namespace, name string) string {
 		return " (" + at.String() + ")"
 	}
 	return ""
-}
-
-// numbersKept checks that every number of in reads the same in obj, converted from it: a
-// number too large for its field (an int32 such as replicas) must be refused, not wrapped
-// into a small one. The hub's CRD schemas say so for their kinds; this holds for every kind.
-func numbersKept(in map[string]any, obj runtime.Object) field.ErrorList {
-	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
-	}
-	var errs field.ErrorList
-	compareNumbers(nil, in, out, &errs)
-	return errs
-}
-
-// outOfRange is what a number that its field cannot hold gets told: the fields a conversion
-// can change are 32-bit integers.
-const outOfRange = "out of range: this field is a 32-bit integer, from -2147483648 to 2147483647"
-
-func compareNumbers(p *field.Path, in, out any, errs *field.ErrorList) {
-	switch v := in.(type) {
-	case map[string]any:
-		o, _ := out.(map[string]any)
-		for k, x := range v {
-			compareNumbers(p.Child(k), x, o[k], errs)
-		}
-	case []any:
-		o, _ := out.([]any)
-		for i, x := range v {
-			var y any
-			if i < len(o) {
-				y = o[i]
-			}
-			compareNumbers(p.Index(i), x, y, errs)
-		}
-	case int64:
-		switch o := out.(type) {
-		case int64:
-			if o != v {
-				*errs = append(*errs, field.Invalid(p, v, outOfRange))
-			}
-		case nil:
-			if v != 0 {
-				*errs = append(*errs, field.Invalid(p, v, outOfRange))
-			}
-		}
-	}
-}
-
-// fieldErrors prints at most maxErrors problems, each with its field, without values so long
-// that they would bury the message.
-func fieldErrors(errs field.ErrorList) string {
-	var msgs []string
-	for i, e := range errs {
-		if i == maxErrors {
-			msgs = append(msgs, fmt.Sprintf("and %d more", len(errs)-maxErrors))
-			break
-		}
-		e := *e
-		switch v := e.BadValue.(type) {
-		case string:
-			if len(v) > 64 {
-				e.BadValue = fmt.Sprintf("%.40s... (%d bytes)", v, len(v))
-			}
-		case int64, int32, int, float64, bool, nil:
-		default:
-			e.BadValue = field.OmitValueType{}
-		}
-		msgs = append(msgs, e.Error())
-	}
-	return strings.Join(msgs, "; ")
 }
 
 // defaultRequests applies the API server's defaulting of a pod's containers that the agent sees
