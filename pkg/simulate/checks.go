@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -42,15 +43,16 @@ func oversizedMetadata(u *unstructured.Unstructured) field.ErrorList {
 
 // failingField returns the path of the innermost field of obj whose value alone cannot be
 // converted to its Go type (a quantity that is no quantity, a string where a boolean belongs),
-// or nil. The converter's own errors do not say which field, and a message must.
-func failingField(gvk schema.GroupVersionKind, obj map[string]any) *field.Path {
-	converts := func(partial map[string]any) bool {
+// that value, and the converter's error for it; or a nil path. The converter's own errors do
+// not say which field, and a message must.
+func failingField(gvk schema.GroupVersionKind, obj map[string]any) (*field.Path, any, error) {
+	convert := func(partial map[string]any) error {
 		out, err := Scheme.New(gvk)
 		if err != nil || partial == nil {
-			return true
+			return nil
 		}
 		partial["apiVersion"], partial["kind"] = obj["apiVersion"], obj["kind"]
-		return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(partial, out, false) == nil
+		return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(partial, out, false)
 	}
 	// wrap builds an object holding only v, at the path of keys and indexes given.
 	var wrap func(steps []any, v any) any
@@ -63,36 +65,101 @@ func failingField(gvk schema.GroupVersionKind, obj map[string]any) *field.Path {
 		}
 		return []any{wrap(steps[1:], v)}
 	}
-	var search func(p *field.Path, steps []any, v any) *field.Path
-	search = func(p *field.Path, steps []any, v any) *field.Path {
+	type found struct {
+		path  *field.Path
+		value any
+		err   error
+	}
+	// check returns what is wrong with v at steps (p), the innermost field first; a mapping
+	// or sequence where the field takes something else is wrong as a whole.
+	var search func(p *field.Path, steps []any, v any) *found
+	check := func(p *field.Path, steps []any, v any) *found {
+		root, _ := wrap(steps, v).(map[string]any)
+		err := convert(root)
+		if err == nil {
+			return nil
+		}
+		var empty any
+		switch v.(type) {
+		case map[string]any:
+			empty = map[string]any{}
+		case []any:
+			empty = []any{}
+		default:
+			return &found{p, v, err}
+		}
+		root, _ = wrap(steps, empty).(map[string]any)
+		if err := convert(root); err != nil {
+			return &found{p, v, err}
+		}
+		if inner := search(p, steps, v); inner != nil {
+			return inner
+		}
+		return &found{p, v, err}
+	}
+	search = func(p *field.Path, steps []any, v any) *found {
 		switch x := v.(type) {
 		case map[string]any:
 			for _, k := range slices.Sorted(maps.Keys(x)) {
 				if len(steps) == 0 && (k == "apiVersion" || k == "kind") {
 					continue
 				}
-				child := append(slices.Clone(steps), k)
-				if root, _ := wrap(child, x[k]).(map[string]any); !converts(root) {
-					if inner := search(p.Child(k), child, x[k]); inner != nil {
-						return inner
-					}
-					return p.Child(k)
+				if f := check(p.Child(k), append(slices.Clone(steps), k), x[k]); f != nil {
+					return f
 				}
 			}
 		case []any:
 			for i, e := range x {
-				child := append(slices.Clone(steps), i)
-				if root, _ := wrap(steps, []any{e}).(map[string]any); !converts(root) {
-					if inner := search(p.Index(i), child, e); inner != nil {
-						return inner
-					}
-					return p.Index(i)
+				// An element is tried alone, at index 0 of its sequence.
+				if f := check(p.Index(i), append(slices.Clone(steps), 0), e); f != nil {
+					return f
 				}
 			}
 		}
 		return nil
 	}
-	return search(nil, nil, obj)
+	if f := search(nil, nil, obj); f != nil {
+		return f.path, f.value, f.err
+	}
+	return nil, nil, nil
+}
+
+// conversionTypes pick the type a field takes out of the converter's messages, which name
+// Go types: "unrecognized type: string", "cannot convert int64 to string", "cannot restore
+// slice from map".
+var conversionTypes = regexp.MustCompile(`unrecognized type: (\w+)|cannot convert \w+ to (\w+)|cannot restore (\w+) from`)
+
+// conversionMessage says that value has not the type its field takes, in the words of YAML and
+// JSON, or returns the converter's message when it says something else (a malformed quantity).
+func conversionMessage(value any, err error) string {
+	m := conversionTypes.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	want := valueType(m[1] + m[2] + m[3])
+	if want == "" {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s where %s belongs", describe(value), want)
+}
+
+// valueType names a Go kind as a fleet file's author knows it.
+func valueType(kind string) string {
+	switch {
+	case kind == "string":
+		return "a string"
+	case kind == "bool":
+		return "a boolean (true or false)"
+	case strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint"):
+		return "an integer"
+	case strings.HasPrefix(kind, "float"):
+		return "a number"
+	case kind == "slice":
+		return "a sequence"
+	case kind == "map" || kind == "struct":
+		return "a mapping"
+	}
+	return ""
 }
 
 // numbersKept checks that every number of in reads the same in obj, converted from it: a

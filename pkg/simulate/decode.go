@@ -191,8 +191,8 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 		return fmt.Errorf("%s: %s: %w", at, what, err)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
-		if p := failingField(gvk, u.Object); p != nil && !strings.Contains(err.Error(), "unknown field") {
-			return fmt.Errorf("%s: %s: %s: %w", at, what, p, err)
+		if p, v, fieldErr := failingField(gvk, u.Object); p != nil && !strings.Contains(err.Error(), "unknown field") {
+			return fmt.Errorf("%s: %s: %s: %s", at, what, p, conversionMessage(v, fieldErr))
 		}
 		return fmt.Errorf("%s: %s: %w", at, what, err)
 	}

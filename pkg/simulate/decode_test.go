@@ -184,7 +184,19 @@ func TestDecodeRefuses(t *testing.T) {
 		},
 		"a value of the wrong type": {
 			in:   nodeHead + "spec: {unschedulable: yes-please}",
-			want: `fleet.yaml, document 1: Node "n1": spec.unschedulable: unrecognized type: bool`,
+			want: `fleet.yaml, document 1: Node "n1": spec.unschedulable: a string where a boolean (true or false) belongs`,
+		},
+		"a mapping where a sequence belongs": {
+			in:   podHead + "spec: {containers: {name: a, image: a}}",
+			want: `fleet.yaml, document 1: Pod "ml/p": spec.containers: a mapping where a sequence belongs`,
+		},
+		"a fraction where an integer belongs": {
+			in:   podHead + "spec: {containers: [{name: a, image: a}, {name: b, image: b, ports: [{containerPort: 1.5}]}]}",
+			want: `fleet.yaml, document 1: Pod "ml/p": spec.containers[1].ports[0].containerPort: a number (1.5) where an integer belongs`,
+		},
+		"YAML's no, a boolean, as a name": {
+			in:   "apiVersion: v1\nkind: Node\nmetadata: {name: no, labels: {fleetfit.io/cluster: c1}}",
+			want: `fleet.yaml, document 1: Node "": metadata.name: a boolean (false) where a string belongs`,
 		},
 		"a duplicate YAML key": {
 			in:   placementHead + "  numberOfClusters: 1\n  numberOfClusters: 2",

@@ -14,15 +14,21 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// describe names what a document or item is when it is no object.
+// describe names what a value of a document is, in the words of YAML and JSON.
 func describe(v any) string {
-	switch v.(type) {
+	switch x := v.(type) {
 	case []any:
 		return "a sequence"
+	case map[string]any:
+		return "a mapping"
 	case string:
 		return "a string"
+	case bool:
+		return fmt.Sprintf("a boolean (%t)", x)
+	case int64, float64:
+		return fmt.Sprintf("a number (%v)", x)
 	case nil:
-		return "empty"
+		return "null"
 	default:
 		return "a scalar"
 	}
