@@ -2,13 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -124,5 +129,120 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("error = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNoKubeconfig: without -f and without any kubeconfig, the commands that read the hub say
+// how to name one instead of talking to localhost:8080.
+func TestNoKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	cases := map[string][]string{
+		"get clusters":       {"get", "clusters"},
+		"get placements":     {"get", "placements", "-A"},
+		"explain placement":  {"explain", "placement", "p", "-n", "ml"},
+		"simulate from hub":  {"simulate", "--from-hub"},
+		"an empty --context": {"get", "clusters", "--context", "hub"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := run(t, args...)
+			if !errors.Is(err, clientopts.ErrNoCluster) {
+				t.Fatalf("error = %v, want %v", err, clientopts.ErrNoCluster)
+			}
+			want := "no cluster to talk to: no kubeconfig was found ($KUBECONFIG is unset or names no file, and ~/.kube/config does not exist); pass --kubeconfig or --context, set KUBECONFIG, or read a fleet file with -f"
+			if diff := cmp.Diff(want, err.Error()); diff != "" {
+				t.Errorf("error (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTerminalOutputIsClean: control characters in what objects say (a message, a reason) and
+// in errors reach the terminal escaped, never raw.
+func TestTerminalOutputIsClean(t *testing.T) {
+	fleet := `apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: p, namespace: ml}
+spec: {numberOfClusters: 1}
+status:
+  conditions:
+  - type: PlacementSatisfied
+    status: "False"
+    reason: Unsatisfied
+    message: "\e]0;pwned\a\e[2Jcleared\tshifted\u202Eevil"
+    lastTransitionTime: "2026-03-01T12:00:00Z"
+`
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(path, []byte(fleet), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "get", "placements", "-n", "ml", "-o", "wide", "-f", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := ut.TableRows(out)
+	if len(rows) != 2 {
+		t.Fatalf("want a header and one row, got:\n%s", out)
+	}
+	got := rows[1][len(rows[1])-1]
+	if want := `\x1b]0;pwned\x07\x1b[2Jcleared\tshifted\u202eevil`; got != want {
+		t.Errorf("MESSAGE = %q, want %q", got, want)
+	}
+	assertNoControl(t, out)
+
+	_, err = run(t, "simulate", "-f", filepath.Join(t.TempDir(), "\x1b[2Jfleet.yaml"))
+	if err == nil || !strings.Contains(err.Error(), `\x1b[2Jfleet.yaml`) {
+		t.Errorf("error = %q, want the file's name with its escape written \\x1b", err)
+	}
+	if err != nil {
+		assertNoControl(t, err.Error())
+	}
+}
+
+func assertNoControl(t *testing.T, s string) {
+	t.Helper()
+	for _, r := range s {
+		if r != '\n' && unicode.IsControl(r) {
+			t.Errorf("the output holds the control character %U:\n%q", r, s)
+			return
+		}
+	}
+}
+
+// TestExplainAgreesWithSimulate: when a cycle fails after the scheduler chose, explain and
+// simulate both show the decisions the placement keeps, and why.
+func TestExplainAgreesWithSimulate(t *testing.T) {
+	const fleet = "testdata/failed-layout.yaml"
+	out, err := run(t, "simulate", "-f", fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row []string
+	for _, r := range ut.TableRows(out) {
+		if len(r) >= 5 && r[0] == "ml/p" {
+			row = r[:5]
+		}
+	}
+	if row == nil {
+		t.Fatalf("simulate printed no row for ml/p:\n%s", out)
+	}
+	if diff := cmp.Diff([]string{"ml/p", "1/all", "c2", "False"}, row[:4]); diff != "" {
+		t.Errorf("simulate's row (-want,+got):\n%s\n%s", diff, out)
+	}
+	if !strings.HasPrefix(row[4], "Misconfigured:") || !strings.Contains(row[4], `"Bogus" is not a valid label selector operator`) {
+		t.Errorf("simulate's reason = %q, want Misconfigured naming the invalid operator", row[4])
+	}
+	out, err = run(t, "explain", "placement", "p", "-n", "ml", "-f", fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"wants all feasible clusters; selects c2\n",
+		`error: Misconfigured: decision group "canary": "Bogus" is not a valid label selector operator (the existing decisions are kept)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
 	}
 }

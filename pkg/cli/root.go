@@ -14,6 +14,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/cli/explain"
 	"github.com/fleetfit/fleetfit/pkg/cli/get"
 	"github.com/fleetfit/fleetfit/pkg/cli/install"
+	"github.com/fleetfit/fleetfit/pkg/cli/output"
 	"github.com/fleetfit/fleetfit/pkg/cli/simulate"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	"github.com/fleetfit/fleetfit/pkg/version"
@@ -37,7 +38,20 @@ func NewCommand() *cobra.Command {
 		newVersionCommand(),
 	)
 	cmd.AddLogFlags(c)
+	cleanErrors(c)
 	return c
+}
+
+// cleanErrors makes the errors of c and its subcommands safe to print on a terminal: they
+// quote names, values and messages from files and from the hub, which may hold control
+// characters (see output.CleanLines).
+func cleanErrors(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		cleanErrors(sub)
+	}
+	if run := c.RunE; run != nil {
+		c.RunE = func(c *cobra.Command, args []string) error { return output.CleanError(run(c, args)) }
+	}
 }
 
 func newVersionCommand() *cobra.Command {

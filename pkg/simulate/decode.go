@@ -1,22 +1,21 @@
 package simulate
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
+	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	"sigs.k8s.io/yaml"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
@@ -34,90 +33,220 @@ func init() {
 	utilruntime.Must(fleetfitv1alpha1.AddToScheme(Scheme))
 }
 
+// fleetKind is a kind a fleet file holds, at the one version the hub serves and stores it.
+type fleetKind struct {
+	gv         schema.GroupVersion
+	namespaced bool
+}
+
+// fleetKinds are the kinds a fleet file holds, by kind.
+var fleetKinds = map[string]fleetKind{
+	"ManagedCluster":           {clusterv1.SchemeGroupVersion, false},
+	"ManagedClusterSet":        {clusterv1beta2.SchemeGroupVersion, false},
+	"ManagedClusterSetBinding": {clusterv1beta2.SchemeGroupVersion, true},
+	"AddOnPlacementScore":      {clusterv1alpha1.SchemeGroupVersion, true},
+	"ClusterInventory":         {fleetfitv1alpha1.SchemeGroupVersion, true},
+	"Placement":                {clusterv1beta1.SchemeGroupVersion, true},
+	"PlacementDecision":        {clusterv1beta1.SchemeGroupVersion, true},
+	"HPAIntent":                {fleetfitv1alpha1.SchemeGroupVersion, true},
+	"Node":                     {corev1.SchemeGroupVersion, false},
+	"Pod":                      {corev1.SchemeGroupVersion, true},
+	"Namespace":                {corev1.SchemeGroupVersion, false},
+}
+
 // supportedKinds is what an error about an unknown kind lists.
 const supportedKinds = "ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding, AddOnPlacementScore, ClusterInventory, " +
 	"Placement, PlacementDecision, HPAIntent, Node, Pod (Namespaces are ignored; a List may hold any of them)"
 
-// Decode reads a fleet file — YAML documents separated by "---", or JSON, each an object or a
-// List of objects — into f. Objects of the hub's CRDs get the defaults the API server would
-// give them, unknown fields are errors (a typo must not be silently dropped), and HPAIntents
-// are checked as admission checks them. source names the input in errors.
+// maxErrors is how many problems of one object a message lists.
+const maxErrors = 10
+
+// place is where an object was read: a file, its document (counted from 1; every object of a
+// JSON stream is a document of its own) and the item of a List (from 1, 0 for no List).
+type place struct {
+	source string
+	doc    int
+	item   int
+}
+
+func (p place) String() string {
+	s := fmt.Sprintf("%s, document %d", p.source, p.doc)
+	if p.item > 0 {
+		s += fmt.Sprintf(", item %d", p.item)
+	}
+	return s
+}
+
+// Decode reads a fleet file into f: YAML documents separated by "---", or JSON objects one
+// after another, each an object or a List of objects; UTF-8, or UTF-16 with a byte order mark.
+// Every object is checked as the hub's API server would check it on create — its kind and
+// apiVersion, a mapping key given twice, its CRD's schema and CEL rules with the defaults
+// they give, or for Nodes and Pods their names, labels and amounts — and unknown fields and
+// numbers out of their field's range are errors, never dropped or wrapped. HPAIntents are also
+// checked as admission checks them. source names the input in errors, which say the document
+// and the field. An object that appears twice (the same kind, namespace and name, in this
+// input or one decoded before into f) is an error naming both places.
 func (f *Fleet) Decode(r io.Reader, source string) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	for doc := 1; ; doc++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: reading document %d: %w", source, doc, err)
-		}
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-			return fmt.Errorf("%s: document %d: %w", source, doc, err)
-		}
-		if len(obj.Object) == 0 {
-			continue // a document of comments only
-		}
-		items := []unstructured.Unstructured{*obj}
-		if obj.IsList() {
-			list, err := obj.ToList()
-			if err != nil {
-				return fmt.Errorf("%s: document %d: %w", source, doc, err)
-			}
-			items = list.Items
-		}
-		for i := range items {
-			if err := f.addUnstructured(&items[i]); err != nil {
-				return fmt.Errorf("%s: document %d: %w", source, doc, err)
-			}
-		}
-	}
-}
-
-// namespaced are the namespaced kinds of a fleet.
-var namespaced = map[string]bool{
-	"ManagedClusterSetBinding": true, "AddOnPlacementScore": true, "ClusterInventory": true,
-	"Placement": true, "PlacementDecision": true, "HPAIntent": true, "Pod": true,
-}
-
-func (f *Fleet) addUnstructured(u *unstructured.Unstructured) error {
-	gvk := u.GroupVersionKind()
-	what := fmt.Sprintf("%s %q", gvk.Kind, u.GetName())
-	if u.GetNamespace() != "" {
-		what = fmt.Sprintf("%s %q", gvk.Kind, u.GetNamespace()+"/"+u.GetName())
-	}
-	if gvk.Kind == "" || gvk.Version == "" {
-		return fmt.Errorf("an object without apiVersion and kind: every object needs both")
-	}
-	if !Scheme.Recognizes(gvk) {
-		return fmt.Errorf("%s: %s is not part of a fleet; a fleet file holds %s", what, gvk, supportedKinds)
-	}
-	if u.GetNamespace() == "" && namespaced[gvk.Kind] {
-		u.SetNamespace("default") // as kubectl apply would
-	}
-	if err := hubDefaults.apply(gvk, u.Object); err != nil {
-		return err
-	}
-	obj, err := Scheme.New(gvk)
+	text, err := readText(r, source)
 	if err != nil {
 		return err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	return eachDocument(text, source, func(at place, obj any) error {
+		m, ok := obj.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: is %s, not an object: every document is one object with apiVersion and kind, or a List of them", at, describe(obj))
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if !isList(u) {
+			return f.addUnstructured(u, at)
+		}
+		items, _ := m["items"].([]any)
+		for i, item := range items {
+			at := place{source: at.source, doc: at.doc, item: i + 1}
+			m, ok := item.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s: is %s, not an object", at, describe(item))
+			}
+			if err := f.addUnstructured(&unstructured.Unstructured{Object: m}, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// isList reports whether u is a List, as `kubectl get -o yaml` prints several objects.
+func isList(u *unstructured.Unstructured) bool {
+	_, ok := u.Object["items"].([]any)
+	return ok && strings.HasSuffix(u.GetKind(), "List")
+}
+
+// checkKind returns the group, version and kind of an object, or says what is wrong with its
+// apiVersion and kind: both are needed, and a fleet holds only some kinds, each at one version.
+func checkKind(apiVersion, kind string) (schema.GroupVersionKind, error) {
+	if kind == "" || apiVersion == "" {
+		return schema.GroupVersionKind{}, fmt.Errorf("an object needs apiVersion and kind, such as apiVersion: %s and kind: Placement", clusterv1beta1.SchemeGroupVersion)
 	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		defaultRequests(pod)
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("apiVersion %q is not a group and version such as %s", apiVersion, clusterv1beta1.SchemeGroupVersion)
 	}
-	if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
-		if errs := validation.ValidateHPAIntent(in); len(errs) > 0 {
-			return fmt.Errorf("%s is invalid (the hub's API server would refuse it): %w", what, errs.ToAggregate())
+	gvk := gv.WithKind(kind)
+	return gvk, kindOfFleet(gvk, apiVersion)
+}
+
+// kindOfFleet says why a fleet does not hold gvk, or returns nil.
+func kindOfFleet(gvk schema.GroupVersionKind, apiVersion string) error {
+	k, ok := fleetKinds[gvk.Kind]
+	if !ok {
+		for name := range fleetKinds {
+			if strings.EqualFold(name, gvk.Kind) {
+				return fmt.Errorf("kind %q is not a kind of a fleet: kinds are case-sensitive; did you mean %s?", gvk.Kind, name)
+			}
+		}
+		return fmt.Errorf("%s (%s) is not part of a fleet: a fleet file holds %s", gvk.Kind, apiVersion, supportedKinds)
+	}
+	if gvk.GroupVersion() != k.gv {
+		return fmt.Errorf("%s has apiVersion %s, not %s: set apiVersion: %s", gvk.Kind, k.gv, apiVersion, k.gv)
+	}
+	return nil
+}
+
+func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
+	gvk, err := checkKind(u.GetAPIVersion(), u.GetKind())
+	if err != nil {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	k := fleetKinds[gvk.Kind]
+	if !k.namespaced {
+		u.SetNamespace("") // as the API server does for cluster-scoped kinds
+	} else if u.GetNamespace() == "" {
+		u.SetNamespace("default") // as kubectl apply would
+	}
+	what := fmt.Sprintf("%s %q", gvk.Kind, u.GetName())
+	if k.namespaced {
+		what = fmt.Sprintf("%s %q", gvk.Kind, u.GetNamespace()+"/"+u.GetName())
+	}
+	server := "the hub's API server"
+	if gvk.Group == "" {
+		server = "the cluster's API server" // Nodes and Pods live in the managed clusters
+	}
+	invalid := func(errs field.ErrorList) error {
+		return fmt.Errorf("%s: %s is invalid (%s would refuse it): %s", at, what, server, fieldErrors(errs))
+	}
+	if errs := oversizedMetadata(u); len(errs) > 0 {
+		return invalid(errs)
+	}
+	s, err := hubSchemas.lookup(gvk)
+	if err != nil {
+		return fmt.Errorf("loading the hub's CRDs: %w", err)
+	}
+	if s != nil {
+		if errs := s.defaultAndValidate(context.Background(), u); len(errs) > 0 {
+			return invalid(errs)
 		}
 	}
-	return f.Add(obj)
+	obj, err := Scheme.New(gvk)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", at, what, err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+		if p, v, fieldErr := failingField(gvk, u.Object); p != nil && !strings.Contains(err.Error(), "unknown field") {
+			return fmt.Errorf("%s: %s: %s: %s", at, what, p, conversionMessage(v, fieldErr))
+		}
+		return fmt.Errorf("%s: %s: %w", at, what, err)
+	}
+	if errs := numbersKept(u.Object, obj); len(errs) > 0 {
+		return invalid(errs)
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		if errs := validateNode(o); len(errs) > 0 {
+			return invalid(errs)
+		}
+	case *corev1.Pod:
+		if errs := validatePod(o); len(errs) > 0 {
+			return invalid(errs)
+		}
+		defaultRequests(o)
+	case *fleetfitv1alpha1.HPAIntent:
+		if errs := validation.ValidateHPAIntent(o); len(errs) > 0 {
+			return invalid(errs)
+		}
+	case *corev1.Namespace:
+		return nil
+	}
+	if err := f.remember(gvk.Kind, u.GetNamespace(), u.GetName(), what, at); err != nil {
+		return err
+	}
+	if err := f.Add(obj); err != nil {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	return nil
+}
+
+// remember records where an object was read, or says that it was read before, and where.
+func (f *Fleet) remember(kind, namespace, name, what string, at place) error {
+	key := objectKey(kind, namespace, name)
+	if before, dup := f.places[key]; dup {
+		return fmt.Errorf("%s appears twice: in %s and in %s; give each object a name of its own, or remove one", what, before, at)
+	}
+	if f.places == nil {
+		f.places = map[string]place{}
+	}
+	f.places[key] = at
+	return nil
+}
+
+func objectKey(kind, namespace, name string) string { return kind + " " + namespace + "/" + name }
+
+// where says where an object was read, as " (fleet.yaml, document 3)", or nothing when it was
+// not read from a file.
+func (f *Fleet) where(kind, namespace, name string) string {
+	if at, ok := f.places[objectKey(kind, namespace, name)]; ok {
+		return " (" + at.String() + ")"
+	}
+	return ""
 }
 
 // defaultRequests applies the API server's defaulting of a pod's containers that the agent sees

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -38,6 +39,12 @@ type Fleet struct {
 	// Nodes and Pods are what a fleet file gives instead of inventories, by cluster.
 	Nodes map[string][]*corev1.Node
 	Pods  []*corev1.Pod
+
+	// places are where each object of a file was read, by objectKey, for messages.
+	places map[string]place
+	// fromFiles is set on a fleet read from files, where a cluster without an inventory is
+	// one the files give no Nodes for, not one without an agent.
+	fromFiles bool
 }
 
 // Add adds one object of a kind a fleet holds. Namespaces are accepted and ignored.
@@ -62,7 +69,7 @@ func (f *Fleet) Add(obj any) error {
 	case *corev1.Node:
 		cluster := marker(&o.ObjectMeta)
 		if cluster == "" {
-			return fmt.Errorf("node %s has no %s label or annotation: say which managed cluster it belongs to", o.Name, ClusterLabel)
+			return fmt.Errorf("Node %q has no %s label or annotation: say which managed cluster it belongs to", o.Name, ClusterLabel)
 		}
 		if f.Nodes == nil {
 			f.Nodes = map[string][]*corev1.Node{}
@@ -72,7 +79,14 @@ func (f *Fleet) Add(obj any) error {
 		f.Pods = append(f.Pods, o)
 	case *corev1.Namespace:
 	default:
-		return fmt.Errorf("a fleet holds no %T", obj)
+		kind := "this kind"
+		if o, ok := obj.(interface {
+			GetObjectKind() schema.ObjectKind
+		}); ok && o.GetObjectKind().GroupVersionKind().Kind != "" {
+			gvk := o.GetObjectKind().GroupVersionKind()
+			kind = fmt.Sprintf("%s (%s)", gvk.Kind, gvk.GroupVersion())
+		}
+		return fmt.Errorf("a fleet holds no objects of %s: it holds %s", kind, supportedKinds)
 	}
 	return nil
 }
@@ -87,41 +101,51 @@ func marker(m *metav1.ObjectMeta) string {
 // BuildInventories turns the fleet's Nodes and Pods into ClusterInventories, observed at now,
 // with the same pkg/inventory code the agent runs in each cluster, and checks that the fleet
 // is consistent: every cluster named by nodes, pods and inventories exists, no cluster has
-// both nodes and an inventory, and names are unique.
+// both nodes and an inventory, names are unique, and every pod is counted on a node of its
+// cluster. Its errors say where the objects were read.
 func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 	clusters := map[string]bool{}
 	for _, c := range f.Clusters {
 		if clusters[c.Name] {
-			return fmt.Errorf("ManagedCluster %s appears twice", c.Name)
+			return fmt.Errorf("ManagedCluster %q appears twice", c.Name)
 		}
 		clusters[c.Name] = true
 	}
 	hasInventory := map[string]bool{}
 	for _, inv := range f.Inventories {
 		if !clusters[inv.Namespace] {
-			return fmt.Errorf("ClusterInventory %s/%s: there is no ManagedCluster %s (an inventory lives in its cluster's namespace)", inv.Namespace, inv.Name, inv.Namespace)
+			return fmt.Errorf("ClusterInventory %q%s: there is no ManagedCluster %q (an inventory lives in its cluster's namespace)",
+				inv.Namespace+"/"+inv.Name, f.where("ClusterInventory", inv.Namespace, inv.Name), inv.Namespace)
 		}
 		if hasInventory[inv.Namespace] {
-			return fmt.Errorf("cluster %s has more than one ClusterInventory", inv.Namespace)
+			return fmt.Errorf("cluster %q has more than one ClusterInventory, the second %q%s: give it one, named like the cluster",
+				inv.Namespace, inv.Namespace+"/"+inv.Name, f.where("ClusterInventory", inv.Namespace, inv.Name))
 		}
 		hasInventory[inv.Namespace] = true
 	}
 	nodeCluster := map[string]string{}
 	var names []string
-	for name, nodes := range f.Nodes {
+	for name := range f.Nodes {
+		names = append(names, name)
+	}
+	// Sorted, so that the first problem reported is the same on every run.
+	slices.Sort(names)
+	for _, name := range names {
+		first := f.Nodes[name][0].Name
 		if !clusters[name] {
-			return fmt.Errorf("nodes are marked %s=%s, but there is no ManagedCluster %s", ClusterLabel, name, name)
+			return fmt.Errorf("Node %q%s is marked %s=%s, but there is no ManagedCluster %q: add it, or fix the mark",
+				first, f.where("Node", "", first), ClusterLabel, name, name)
 		}
 		if hasInventory[name] {
-			return fmt.Errorf("cluster %s has both Nodes and a ClusterInventory: give one or the other", name)
+			return fmt.Errorf("cluster %q has both Nodes and a ClusterInventory%s: give one or the other",
+				name, f.where("ClusterInventory", name, name))
 		}
-		for _, n := range nodes {
+		for _, n := range f.Nodes[name] {
 			if other, dup := nodeCluster[n.Name]; dup {
-				return fmt.Errorf("node %s appears twice (clusters %s and %s): give each node a name of its own", n.Name, other, name)
+				return fmt.Errorf("Node %q appears twice (clusters %s and %s): give each node a name of its own", n.Name, other, name)
 			}
 			nodeCluster[n.Name] = name
 		}
-		names = append(names, name)
 	}
 	builders := map[string]*inventory.Cluster{}
 	for _, name := range names {
@@ -135,17 +159,12 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		builders[name] = b
 	}
 	for _, p := range f.Pods {
-		cluster := marker(&p.ObjectMeta)
-		if cluster == "" {
-			cluster = nodeCluster[p.Spec.NodeName]
+		cluster, err := f.clusterOfPod(p, nodeCluster, hasInventory)
+		if err != nil {
+			return err
 		}
-		b := builders[cluster]
-		if b == nil {
-			return fmt.Errorf("pod %s/%s belongs to no cluster of the file: mark it %s=<cluster> or bind it (spec.nodeName) to one of the file's nodes", p.Namespace, p.Name, ClusterLabel)
-		}
-		b.UpsertPod(p)
+		builders[cluster].UpsertPod(p)
 	}
-	slices.Sort(names)
 	for _, name := range names {
 		inv := &fleetfitv1alpha1.ClusterInventory{}
 		inv.APIVersion, inv.Kind = fleetfitv1alpha1.SchemeGroupVersion.String(), "ClusterInventory"
@@ -158,6 +177,44 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 	f.Nodes, f.Pods = nil, nil
 	slices.SortFunc(f.Inventories, func(a, b *fleetfitv1alpha1.ClusterInventory) int { return cmp.Compare(a.Namespace, b.Namespace) })
 	return nil
+}
+
+// clusterOfPod returns the cluster whose inventory counts a pod: the cluster of the node it is
+// bound to, which its mark, when it has one, must agree with. A pod that would be counted on
+// no node is an error, never a pod silently left out: its node would look free.
+func (f *Fleet) clusterOfPod(p *corev1.Pod, nodeCluster map[string]string, hasInventory map[string]bool) (string, error) {
+	what := fmt.Sprintf("Pod %q%s", p.Namespace+"/"+p.Name, f.where("Pod", p.Namespace, p.Name))
+	marked := marker(&p.ObjectMeta)
+	bound, onNode := nodeCluster[p.Spec.NodeName]
+	switch {
+	case marked != "" && onNode && bound != marked:
+		return "", fmt.Errorf("%s is marked %s=%s but bound (spec.nodeName) to node %q of cluster %s: fix the mark or the node",
+			what, ClusterLabel, marked, p.Spec.NodeName, bound)
+	case onNode:
+		return bound, nil
+	case marked != "" && hasInventory[marked]:
+		return "", fmt.Errorf("%s is marked %s=%s, a cluster given by its ClusterInventory, which already counts its pods: remove the pod, or give the cluster's Nodes instead of its inventory",
+			what, ClusterLabel, marked)
+	case marked != "" && p.Spec.NodeName != "":
+		return "", fmt.Errorf("%s is bound (spec.nodeName) to node %q, which is no Node of the files: add the node, marked %s=%s, or fix spec.nodeName",
+			what, p.Spec.NodeName, ClusterLabel, marked)
+	case marked != "" && nodeClusterHas(nodeCluster, marked):
+		// A pending pod of a cluster of the file: it takes no node's resources yet.
+		return marked, nil
+	case marked != "":
+		return "", fmt.Errorf("%s is marked %s=%s, but the files have no Node of cluster %s: add its Nodes", what, ClusterLabel, marked, marked)
+	default:
+		return "", fmt.Errorf("%s belongs to no cluster of the files: mark it %s=<cluster> or bind it (spec.nodeName) to one of the files' nodes", what, ClusterLabel)
+	}
+}
+
+func nodeClusterHas(nodeCluster map[string]string, cluster string) bool {
+	for _, c := range nodeCluster {
+		if c == cluster {
+			return true
+		}
+	}
+	return false
 }
 
 // LatestObservation is the newest observedAt of the fleet's inventories, or the zero time.

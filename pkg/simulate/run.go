@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -156,7 +157,9 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		for i, in := range mine {
 			*in = *plan.Intents[i]
 		}
-		if !plan.Kept {
+		if plan.Kept {
+			keepDecisions(r.Explanation, r.Decisions, plan)
+		} else {
 			placement.Reserve(c, p, mine, before, plan.Result.Decisions(), now, reservationTimeout)
 			for _, d := range existing[key] {
 				c.DeleteDecision(d.Namespace, d.Name)
@@ -168,7 +171,62 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		}
 		out.Placements = append(out.Placements, r)
 	}
+	if f.fromFiles {
+		sayFilesLackInventory(out)
+	}
 	return out, nil
+}
+
+// keepDecisions makes the explanation of a cycle that failed after the scheduler chose (its
+// decisions could not be laid out, say) show what the placement holds afterwards — the
+// decisions it had — and why, as the placement's status and `simulate` do: explain and
+// simulate read one result and never disagree.
+func keepDecisions(e *scheduler.Explanation, kept []clusterv1beta1.PlacementDecision, plan *placement.Plan) {
+	holds := map[string]bool{}
+	e.Decisions = []scheduler.Decision{}
+	for _, d := range kept {
+		for _, cd := range d.Status.Decisions {
+			holds[cd.ClusterName] = true
+			e.Decisions = append(e.Decisions, scheduler.Decision{ClusterName: cd.ClusterName})
+		}
+	}
+	for i := range e.Clusters {
+		e.Clusters[i].Selected = holds[e.Clusters[i].Name]
+	}
+	if e.Error == "" && plan.Failure != nil {
+		e.Error = plan.Failure.String()
+	}
+}
+
+// hubNoInventory is how the hub's HardwareFit filter says that a cluster has no inventory: on a
+// hub that means no agent reports for the cluster.
+const hubNoInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
+
+// filesNoInventory says it of a fleet read from files, where it means the files describe no
+// nodes of the cluster.
+const filesNoInventory = "the fleet files have no Nodes (marked " + ClusterLabel + ") and no ClusterInventory for this cluster: add them to schedule hardware requirements there"
+
+// sayFilesLackInventory rewords, for a fleet read from files, what the hub says of a cluster
+// without an inventory, in the explanation and in the placement's and intents' conditions.
+func sayFilesLackInventory(res *Result) {
+	for i := range res.Placements {
+		r := &res.Placements[i]
+		if e := r.Explanation; e != nil {
+			for j := range e.Clusters {
+				e.Clusters[j].Reason = strings.ReplaceAll(e.Clusters[j].Reason, hubNoInventory, filesNoInventory)
+			}
+		}
+		for j := range r.Placement.Status.Conditions {
+			c := &r.Placement.Status.Conditions[j]
+			c.Message = strings.ReplaceAll(c.Message, hubNoInventory, filesNoInventory)
+		}
+	}
+	for _, in := range res.Intents {
+		for j := range in.Status.Conditions {
+			c := &in.Status.Conditions[j]
+			c.Message = strings.ReplaceAll(c.Message, hubNoInventory, filesNoInventory)
+		}
+	}
 }
 
 // intentsOf returns the valid intents of p (pointers into all, so their status can be updated

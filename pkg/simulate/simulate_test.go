@@ -114,7 +114,7 @@ spec:
 
 // TestExampleFleet schedules deploy/examples/fleet.yaml, the documented fleet file.
 func TestExampleFleet(t *testing.T) {
-	f, err := ReadFiles([]string{"../../deploy/examples/fleet.yaml"}, at)
+	f, err := ReadFiles([]string{"../../deploy/examples/fleet.yaml"}, ReadOptions{Now: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,75 +203,6 @@ func TestDefaults(t *testing.T) {
 	req := f.Intents[0].Spec.Consumers[0].Requirements[1]
 	if req.Mandatory == nil || !*req.Mandatory || req.Feature == nil || req.Feature.Operator != "In" {
 		t.Errorf("requirement = %+v, want the defaults mandatory=true and operator In", req)
-	}
-}
-
-func TestDecodeErrors(t *testing.T) {
-	cases := map[string]struct {
-		docs []string
-		want string
-	}{
-		"unknown kind": {
-			docs: []string{"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}"},
-			want: `Deployment "x": apps/v1, Kind=Deployment is not part of a fleet`,
-		},
-		"misspelt field": {
-			docs: []string{"apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata: {name: p, namespace: ml}\nspec: {numberOfCluster: 1}"},
-			want: `unknown field "spec.numberOfCluster"`,
-		},
-		"no kind": {
-			docs: []string{"metadata: {name: p}"},
-			want: "without apiVersion and kind",
-		},
-		"invalid intent": {
-			docs: []string{strings.Replace(gpuIntent("p", "1"), "    - name: a100", "    - name: a100\n      weight: 3", 1)},
-			want: `HPAIntent "ml/p" is invalid (the hub's API server would refuse it)`,
-		},
-		"node without cluster": {
-			docs: []string{"apiVersion: v1\nkind: Node\nmetadata: {name: node-1}"},
-			want: "node node-1 has no fleetfit.io/cluster label or annotation",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			err := (&Fleet{}).Decode(strings.NewReader(strings.Join(tc.docs, "\n---\n")), "fleet.yaml")
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Decode error = %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
-func TestBuildInventoriesErrors(t *testing.T) {
-	inv := `
-apiVersion: fleetfit.io/v1alpha1
-kind: ClusterInventory
-metadata: {name: c1, namespace: c1}`
-	orphan := `
-apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: app}
-spec: {nodeName: elsewhere, containers: [{name: web, image: web}]}`
-	cases := map[string]struct {
-		docs []string
-		want string
-	}{
-		"nodes of an unknown cluster": {docs: []string{gpuNode("c9", "node-1", "1", "1")}, want: "there is no ManagedCluster c9"},
-		"nodes and an inventory":      {docs: []string{cluster("c1"), inv, gpuNode("c1", "node-1", "1", "1")}, want: "cluster c1 has both Nodes and a ClusterInventory"},
-		"a pod of no cluster":         {docs: []string{cluster("c1"), gpuNode("c1", "node-1", "1", "1"), orphan}, want: "pod app/web belongs to no cluster of the file"},
-		"a node twice":                {docs: []string{cluster("c1"), cluster("c2"), gpuNode("c1", "node-1", "1", "1"), gpuNode("c2", "node-1", "1", "1")}, want: "node node-1 appears twice"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := &Fleet{}
-			if err := f.Decode(strings.NewReader(strings.Join(tc.docs, "\n---\n")), "fleet.yaml"); err != nil {
-				t.Fatal(err)
-			}
-			err := f.BuildInventories(inventory.DefaultConfig(), at)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("BuildInventories error = %v, want one containing %q", err, tc.want)
-			}
-		})
 	}
 }
 

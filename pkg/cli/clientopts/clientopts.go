@@ -4,7 +4,9 @@
 package clientopts
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -32,6 +34,9 @@ func (f *Flags) SetKubeconfig(path string) { *f.config.KubeConfig = path }
 // RESTConfig resolves the flags, $KUBECONFIG and ~/.kube/config, in kubectl's order, into a
 // client configuration for the fleetfit CLI.
 func (f *Flags) RESTConfig() (*rest.Config, error) {
+	if err := f.configured(); err != nil {
+		return nil, err
+	}
 	cfg, err := f.config.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("no usable cluster credentials (pass --kubeconfig or --context, or set KUBECONFIG): %w", err)
@@ -42,6 +47,29 @@ func (f *Flags) RESTConfig() (*rest.Config, error) {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
 	return cfg, nil
+}
+
+// ErrNoCluster is returned, wrapped, when nothing says which cluster to talk to.
+var ErrNoCluster = errors.New("no cluster to talk to: no kubeconfig was found ($KUBECONFIG is unset or names no file, and ~/.kube/config does not exist); pass --kubeconfig or --context, set KUBECONFIG, or read a fleet file with -f")
+
+// configured returns ErrNoCluster when neither the flags, nor a kubeconfig, nor the pod the
+// command runs in say which cluster to talk to. kubectl's loading rules would then quietly
+// talk to http://localhost:8080, which is never the hub a user means.
+func (f *Flags) configured() error {
+	if f.config.APIServer != nil && *f.config.APIServer != "" {
+		return nil
+	}
+	raw, err := f.config.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig (pass --kubeconfig or --context, or set KUBECONFIG): %w", err)
+	}
+	if len(raw.Clusters) > 0 {
+		return nil
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != "" {
+		return nil // in a pod: its service account's cluster
+	}
+	return ErrNoCluster
 }
 
 // Namespace is the namespace of --namespace, else that of the kubeconfig's context, else

@@ -75,7 +75,7 @@ func (o *PlacementOptions) Run(ctx context.Context, w io.Writer) error {
 	var fleet *simulate.Fleet
 	now := o.Now()
 	if len(o.Files) > 0 {
-		if fleet, err = simulate.ReadFiles(o.Files, now); err != nil {
+		if fleet, err = simulate.ReadFiles(o.Files, simulate.ReadOptions{Now: now}); err != nil {
 			return err
 		}
 		if at := fleet.LatestObservation(); !at.IsZero() {
@@ -112,9 +112,11 @@ func (o *PlacementOptions) Run(ctx context.Context, w io.Writer) error {
 // cluster with the filter that rejected it and why, then the scores of the feasible clusters.
 func PrintPlacement(w io.Writer, r *simulate.PlacementResult) error {
 	p := r.Placement
-	fmt.Fprintf(w, "Placement %s/%s\n", p.Namespace, p.Name)
+	// Everything printed outside a table goes through output.Clean: names, reasons and
+	// messages come from objects and may hold control characters.
+	fmt.Fprintf(w, "Placement %s/%s\n", output.Clean(p.Namespace), output.Clean(p.Name))
 	if r.Skipped != "" {
-		fmt.Fprintf(w, "  not scheduled: %s\n", r.Skipped)
+		fmt.Fprintf(w, "  not scheduled: %s\n", output.Clean(r.Skipped))
 		return nil
 	}
 	e := r.Explanation
@@ -122,21 +124,25 @@ func PrintPlacement(w io.Writer, r *simulate.PlacementResult) error {
 	if p.Spec.NumberOfClusters != nil {
 		want = fmt.Sprintf("%d cluster(s)", *p.Spec.NumberOfClusters)
 	}
+	// The decisions the placement holds afterwards, as simulate prints them: when a cycle
+	// fails after the scheduler chose, the placement keeps what it had.
 	var selected []string
-	for _, d := range e.Decisions {
-		selected = append(selected, d.ClusterName)
+	for _, d := range r.Decisions {
+		for _, cd := range d.Status.Decisions {
+			selected = append(selected, cd.ClusterName)
+		}
 	}
-	fmt.Fprintf(w, "  wants %s; selects %s\n", want, output.Or(strings.Join(selected, ", "), "none"))
+	fmt.Fprintf(w, "  wants %s; selects %s\n", want, output.Clean(output.Or(strings.Join(selected, ", "), "none")))
 	for _, t := range []string{clusterv1beta1.PlacementConditionSatisfied, clusterv1beta1.PlacementConditionMisconfigured} {
 		if c := meta.FindStatusCondition(p.Status.Conditions, t); c != nil {
-			fmt.Fprintf(w, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			fmt.Fprintf(w, "  %s=%s %s: %s\n", c.Type, c.Status, output.Clean(c.Reason), output.Clean(c.Message))
 		}
 	}
 	if e.Error != "" {
-		fmt.Fprintf(w, "  error: %s (the existing decisions are kept)\n", e.Error)
+		fmt.Fprintf(w, "  error: %s (the existing decisions are kept)\n", output.Clean(e.Error))
 	}
 	if e.Warning != "" {
-		fmt.Fprintf(w, "  warning: %s\n", e.Warning)
+		fmt.Fprintf(w, "  warning: %s\n", output.Clean(e.Warning))
 	}
 	if len(e.Clusters) == 0 {
 		fmt.Fprintln(w, "  no cluster is available: check the placement's cluster sets and their bindings in its namespace")

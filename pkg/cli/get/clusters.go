@@ -117,7 +117,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 		row := []string{c.Name, available(c)}
 		inv := inventories[c.Name]
 		if inv == nil {
-			row = append(row, "-", "-", "-", "-", "-", "none: is the fleetfit agent running?")
+			row = append(row, "-", "-", "-", "-", "-", o.noInventory())
 		} else {
 			st := &inv.Status
 			row = append(row,
@@ -139,6 +139,15 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 		t.Row(row...)
 	}
 	return t.Flush()
+}
+
+// noInventory says why a cluster has no inventory: on a hub its agent does not report; in
+// fleet files, the files describe none of its nodes.
+func (o *ClustersOptions) noInventory() string {
+	if len(o.Files) > 0 {
+		return "none: the files give no Nodes or ClusterInventory for it"
+	}
+	return "none: is the fleetfit agent running?"
 }
 
 // inventoryAge is how old the inventory is, marked stale past the hub's default
@@ -255,5 +264,5 @@ func loadFleet(ctx context.Context, flags *clientopts.Flags, files []string, now
 		}
 		return simulate.FromHub(ctx, cfg, kinds...)
 	}
-	return simulate.ReadFiles(files, now)
+	return simulate.ReadFiles(files, simulate.ReadOptions{Now: now})
 }

@@ -57,3 +57,26 @@ spec: {hubAcceptsClient: true}
 		t.Errorf("row of silent %q: want its inventory marked stale", r)
 	}
 }
+
+// TestGetClustersWithoutNodesInAFile: a cluster a fleet file gives no nodes for is said to lack
+// them in the files, not an agent.
+func TestGetClustersWithoutNodesInAFile(t *testing.T) {
+	fleet := `apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata: {name: bare}
+spec: {hubAcceptsClient: true}
+`
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(path, []byte(fleet), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := &ClustersOptions{Files: []string{path}, Output: &output.Flags{Format: output.Table}, Now: time.Now}
+	var out stdbytes.Buffer
+	if err := o.Run(t.Context(), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[1], "none: the files give no Nodes or ClusterInventory for it") {
+		t.Errorf("get clusters printed:\n%s\nwant the row of bare to say the files give no nodes for it", out.String())
+	}
+}

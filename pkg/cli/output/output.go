@@ -99,9 +99,14 @@ type tableWriter struct {
 	}
 }
 
-// Row writes one row of cells.
+// Row writes one row of cells, each made safe for a terminal (see Clean): a cell never holds
+// a tab that would shift the columns after it, nor a control character.
 func (t *tableWriter) Row(cells ...string) {
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	clean := make([]string, len(cells))
+	for i, c := range cells {
+		clean[i] = Clean(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(clean, "\t"))
 }
 
 // Flush writes the table out.

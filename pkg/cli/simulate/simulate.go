@@ -52,8 +52,12 @@ ManagedClusterSetBinding, AddOnPlacementScore, Placement, PlacementDecision (cur
 decisions), HPAIntent, and per cluster either its ClusterInventory or plain Nodes and Pods
 labelled fleetfit.io/cluster=<cluster> (a Pod bound to one of the file's nodes needs no
 label), which are turned into an inventory by the code the fleetfit agent runs.
-Objects get the defaults the hub's API server gives them; unknown fields and invalid
-HPAIntents are errors. See deploy/examples/fleet.yaml.
+Objects get the defaults the hub's API server gives them, and anything the API servers would
+refuse is an error naming the file, the document and the field: unknown fields, values
+outside their CRD's schema or CEL rules, invalid names, labels or amounts of Nodes and Pods,
+numbers too large for their field, keys given twice, objects given twice, Pods bound to
+another cluster's node, inventories observed in the future, files over 64 MiB and input that
+is not UTF-8 or UTF-16 text. See deploy/examples/fleet.yaml.
 
 The fleet is scheduled at the time of its newest inventory (so that an old file stays fresh),
 or at --at. With --from-hub the fleet is read from the hub (--kubeconfig, --context) and the
@@ -118,12 +122,12 @@ func (o *Options) Run(ctx context.Context, w io.Writer) error {
 
 func (o *Options) fleet(ctx context.Context) (*simulate.Fleet, time.Time, error) {
 	now := o.Now()
-	if !o.at.IsZero() {
-		now = o.at
-	}
-	files, err := simulate.ReadFiles(o.Files, now)
+	files, err := simulate.ReadFiles(o.Files, simulate.ReadOptions{Now: now, At: o.at})
 	if err != nil {
 		return nil, now, err
+	}
+	if !o.at.IsZero() {
+		now = o.at
 	}
 	if !o.FromHub {
 		if at := files.LatestObservation(); o.at.IsZero() && !at.IsZero() {
