@@ -262,7 +262,12 @@ func stillFits(info *framework.ClusterInfo, consumers []Consumer, _ time.Time) (
 // unreported is why a cluster is not chosen for a consumer that requires a label its agent
 // does not report (yet: the hub asks every agent for the keys intents use).
 func unreported(info *framework.ClusterInfo, c Consumer, key string) string {
-	return fmt.Sprintf("consumer %s/%s: cluster %s does not report label %s yet", c.Intent, c.Name, info.Name(), key)
+	why := fmt.Sprintf("consumer %s/%s: cluster %s does not report label %s yet", c.Intent, c.Name, info.Name(), key)
+	if info.Inventory != nil && info.Inventory.Status.ReportedLabels == nil {
+		// Its agent will not answer the hub's request: it predates it.
+		why += " (its fleetfit agent does not say which labels it reports, so only the default prefixes count: upgrade the agent)"
+	}
+	return why
 }
 
 const noInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"

@@ -577,6 +577,7 @@ func (c cluster) legacy() cluster {
 // unknown there, never met or failed by the label's absence: the cluster is not chosen anew,
 // whatever the operator, and the reason names the cluster and the label.
 func TestFilterUnreportedLabels(t *testing.T) {
+	const upgrade = " (its fleetfit agent does not say which labels it reports, so only the default prefixes count: upgrade the agent)"
 	a100 := nodes("n", 1, cpuNode("8").Label("gpu", "a100"))
 	plain := nodes("n", 1, cpuNode("8"))
 	on := func(op corev1.NodeSelectorOperator, values ...string) *st.ConsumerWrapper {
@@ -633,8 +634,8 @@ func TestFilterUnreportedLabels(t *testing.T) {
 			},
 			intent: newIntent(on(corev1.NodeSelectorOpExists), consumer("ml", 1, "1").Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100"))),
 			wantReasons: map[string]string{
-				"legacy-gpu":     "consumer app/web: cluster legacy-gpu does not report label gpu yet",
-				"legacy-product": "consumer app/web: cluster legacy-product does not report label gpu yet",
+				"legacy-gpu":     "consumer app/web: cluster legacy-gpu does not report label gpu yet" + upgrade,
+				"legacy-product": "consumer app/web: cluster legacy-product does not report label gpu yet" + upgrade,
 			},
 		},
 		"a legacy inventory answers for a key under the default prefixes": {
