@@ -33,6 +33,7 @@ import (
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 )
 
 // recomputeKey asks the controller to compute the keys again from every intent. It is never
@@ -119,7 +120,7 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
 	onInventory := func(obj any) {
 		inv, ok := obj.(*v1alpha1.ClusterInventory)
-		if !ok {
+		if !ok || !cache.InventoryName(inv) {
 			return
 		}
 		if keys, computed := c.wanted(); computed && !slices.Equal(inv.Spec.LabelKeys, keys) {
@@ -188,7 +189,8 @@ func (c *Controller) recompute(ctx context.Context) error {
 		return fmt.Errorf("listing ClusterInventories: %w", err)
 	}
 	for _, inv := range invs {
-		if !slices.Equal(inv.Spec.LabelKeys, keys) {
+		// Only the inventory named like its cluster is the agent's; others are ignored.
+		if cache.InventoryName(inv) && !slices.Equal(inv.Spec.LabelKeys, keys) {
 			c.queue.Add(inv.Namespace + "/" + inv.Name)
 		}
 	}

@@ -201,6 +201,12 @@ func (h *harness) specs() map[string][]string {
 	}
 	out := map[string][]string{}
 	for _, inv := range invs.Items {
+		if inv.Name != inv.Namespace {
+			if inv.Spec.LabelKeys != nil {
+				h.t.Errorf("%s/%s, which is no agent's, was given label keys %v", inv.Namespace, inv.Name, inv.Spec.LabelKeys)
+			}
+			continue
+		}
 		out[inv.Name] = inv.Spec.LabelKeys
 		if inv.Status.NodeCount != 3 {
 			h.t.Errorf("the status of %s changed: nodeCount %d", inv.Name, inv.Status.NodeCount)
@@ -217,6 +223,8 @@ func TestController(t *testing.T) {
 		inventoryWith("current", "gpu"),
 		inventoryWith("stale", "old"),
 		inventoryWith("empty"),
+		// Not named like its cluster, so not an agent's: never written.
+		&v1alpha1.ClusterInventory{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "empty"}},
 	)
 	h.c.queue.Add(recomputeKey)
 	if diff := cmp.Diff([]string{"empty/empty", "stale/stale"}, h.settle()); diff != "" {
