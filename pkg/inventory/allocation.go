@@ -282,10 +282,14 @@ func (a *Allocation) sortDemands(demands []Demand) {
 }
 
 // candidates fills a.cands with the usable shapes that have free vectors,
-// and their needs for r.
+// and their needs for r; there are none when r needs a label the cluster
+// does not report.
 func (a *Allocation) candidates(r *Request) {
 	a.cands = slices.Grow(a.cands[:0], len(a.view.shapes))
 	a.needBuf = slices.Grow(a.needBuf[:0], len(a.view.shapes)*(len(r.amounts)+1))
+	if _, unknown := a.view.Unreported(r.sel); unknown {
+		return
+	}
 	for i := range a.view.shapes {
 		s := &a.view.shapes[i]
 		if len(a.shapes[i].vectors) == 0 || !s.usable(r.sel) {

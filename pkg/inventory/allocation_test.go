@@ -295,7 +295,7 @@ func TestAllocateLeavesViewAlone(t *testing.T) {
 	}
 	wg.Wait()
 
-	if diff := cmp.Diff(pristine, v, cmp.AllowUnexported(View{}, viewShape{}, viewVector{}, packing{}),
+	if diff := cmp.Diff(pristine, v, cmp.AllowUnexported(View{}, viewShape{}, viewVector{}, packing{}, labelFilter{}),
 		cmpopts.IgnoreTypes(sync.Once{})); diff != "" {
 		t.Errorf("allocations changed the view (-before,+after):\n%s", diff)
 	}

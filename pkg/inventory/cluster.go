@@ -23,6 +23,8 @@ import (
 type Cluster struct {
 	mu  sync.Mutex
 	cfg Config
+	// labels selects the feature labels, as cfg's prefixes and keys say.
+	labels labelFilter
 
 	nodes  map[string]*nodeEntry
 	pods   *podIndex         // the pods that occupy a node
@@ -89,12 +91,14 @@ type resourceSums struct {
 
 // NewCluster returns an empty inventory that reports according to cfg.
 // cfg is fixed for the Cluster's life because it decides which shape each
-// node belongs to as the node arrives.
+// node belongs to as the node arrives; only the feature label keys may
+// change, with SetFeatureLabelKeys.
 func NewCluster(cfg Config) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid inventory config: %w", err)
 	}
 	cfg.FeatureLabelPrefixes = append([]string(nil), cfg.FeatureLabelPrefixes...)
+	cfg.FeatureLabelKeys = cfg.reportedLabels().Keys
 	steps := cfg.RoundingSteps
 	cfg.RoundingSteps = make(map[corev1.ResourceName]resource.Quantity, len(steps))
 	for k, v := range steps {
@@ -102,6 +106,7 @@ func NewCluster(cfg Config) (*Cluster, error) {
 	}
 	return &Cluster{
 		cfg:      cfg,
+		labels:   newLabelFilter(cfg.FeatureLabelPrefixes, cfg.FeatureLabelKeys),
 		nodes:    map[string]*nodeEntry{},
 		pods:     newPodIndex(),
 		shapes:   map[string]*shape{},
@@ -115,10 +120,42 @@ func NewCluster(cfg Config) (*Cluster, error) {
 func (c *Cluster) UpsertNode(node *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.factsScratch.read(node, c.cfg.FeatureLabelPrefixes)
+	c.upsertNode(node)
+}
+
+func (c *Cluster) upsertNode(node *corev1.Node) {
+	c.factsScratch.read(node, &c.labels)
 	e := c.entry(node.Name)
 	e.facts = c.factsScratch.cachedFacts(c.facts, 2*len(c.nodes)+64)
 	c.markDirty(e)
+}
+
+// SetFeatureLabelKeys makes the inventory report node labels with these keys
+// as features, besides those its prefixes select, and reads nodes again
+// with them: nodes must be the cluster's current Nodes, since the inventory
+// keeps only the labels it reports and cannot find the others by itself.
+// The keys must be valid label keys, at most v1alpha1.MaxLabelKeys of them;
+// otherwise nothing changes and the error says why. It reports whether the
+// keys changed.
+func (c *Cluster) SetFeatureLabelKeys(keys []string, nodes []*corev1.Node) (bool, error) {
+	if err := validateLabelKeys(nil, keys); err != nil {
+		return false, err
+	}
+	cfg := Config{FeatureLabelKeys: keys}
+	keys = cfg.reportedLabels().Keys
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Equal(keys, c.cfg.FeatureLabelKeys) {
+		return false, nil
+	}
+	c.cfg.FeatureLabelKeys = keys
+	c.labels = newLabelFilter(c.cfg.FeatureLabelPrefixes, keys)
+	// Facts cached under the old keys hold the old feature labels.
+	clear(c.facts)
+	for _, n := range nodes {
+		c.upsertNode(n)
+	}
+	return true, nil
 }
 
 // DeleteNode forgets a Node. Pods still bound to its name are kept, and

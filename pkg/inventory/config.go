@@ -3,9 +3,13 @@ package inventory
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
 
 // DefaultFeatureLabelPrefixes select the node labels that describe hardware
@@ -37,6 +41,13 @@ type Config struct {
 	// such as node.kubernetes.io/instance-type is its own prefix). Nil or
 	// empty reports no labels.
 	FeatureLabelPrefixes []string
+
+	// FeatureLabelKeys are label keys reported as features besides those
+	// the prefixes select: the keys the hub asks for (ClusterInventory
+	// spec.labelKeys). Reports say which prefixes and keys they cover, so
+	// the hub never takes a label the agent does not report for one the node
+	// lacks.
+	FeatureLabelKeys []string
 
 	// RoundingSteps give, per resource, the step that free amounts are
 	// rounded down to in node shapes. Resources not listed use one whole unit,
@@ -100,6 +111,35 @@ func (c Config) Validate() error {
 	for i, p := range c.FeatureLabelPrefixes {
 		if p == "" {
 			errs = append(errs, fmt.Errorf("featureLabelPrefixes[%d] is empty, which would report every label", i))
+		}
+	}
+	errs = append(errs, validateLabelKeys(c.FeatureLabelPrefixes, c.FeatureLabelKeys))
+	return errors.Join(errs...)
+}
+
+// Bounds of what a report says it covers, those of the ClusterInventory
+// schema: a longer list could not be written.
+const (
+	maxFeatureLabelPrefixes = 64
+	maxLabelKeyLength       = 317
+)
+
+func validateLabelKeys(prefixes, keys []string) error {
+	var errs []error
+	if len(prefixes) > maxFeatureLabelPrefixes {
+		errs = append(errs, fmt.Errorf("featureLabelPrefixes has %d entries, more than %d", len(prefixes), maxFeatureLabelPrefixes))
+	}
+	for i, p := range prefixes {
+		if len(p) > maxLabelKeyLength {
+			errs = append(errs, fmt.Errorf("featureLabelPrefixes[%d] is longer than %d characters", i, maxLabelKeyLength))
+		}
+	}
+	if len(keys) > v1alpha1.MaxLabelKeys {
+		errs = append(errs, fmt.Errorf("featureLabelKeys has %d entries, more than %d", len(keys), v1alpha1.MaxLabelKeys))
+	}
+	for i, k := range keys {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("featureLabelKeys[%d] %q is not a label key: %s", i, k, strings.Join(msgs, "; ")))
 		}
 	}
 	return errors.Join(errs...)

@@ -14,6 +14,12 @@
 // take a Request, how many replicas fit, and the most of one resource free on
 // a single usable node.
 //
+// A report says which node labels it covers (reportedLabels: the agent's
+// prefixes and the keys the hub asked for). A View never decides a feature
+// requirement on a label outside them: the label's absence from the report
+// says nothing about the nodes, so such a Request fits no node there, and
+// Unreported says which label is missing (see reported.go).
+//
 // # Accuracy
 //
 // The report never over-claims. Each reported free vector with count n is

@@ -58,7 +58,7 @@ func TestNodeFactsAndCache(t *testing.T) {
 			n.Status.Capacity = rl("cpu", strconv.Itoa(1+rng.IntN(3)), "memory", "1Gi")
 		}
 	}
-	prefixes := DefaultConfig().FeatureLabelPrefixes
+	prefixes := newLabelFilter(DefaultConfig().FeatureLabelPrefixes, nil)
 	cache := map[string]*nodeFacts{}
 	var b factsBuilder
 	allow := cmp.AllowUnexported(nodeFacts{})
@@ -67,18 +67,18 @@ func TestNodeFactsAndCache(t *testing.T) {
 			ready:       isReady(n),
 			schedulable: isReady(n) && !n.Spec.Unschedulable,
 			taints:      normalizeTaints(n.Spec.Taints),
-			features:    featureLabels(n.Labels, prefixes),
+			features:    featureLabels(n.Labels, &prefixes),
 			capacity:    NewVector(n.Status.Capacity),
 			allocatable: NewVector(n.Status.Allocatable),
 		}
 		want.shapeKey = legacyShapeKey(want)
-		if got := newNodeFacts(n, prefixes); !cmp.Equal(want, got, allow) {
+		if got := newNodeFacts(n, &prefixes); !cmp.Equal(want, got, allow) {
 			t.Fatalf("node %s: facts differ (-want,+got):\n%s", n.Name, cmp.Diff(want, got, allow))
 		}
 		if got := shapeKeyOf(want); got != want.shapeKey {
 			t.Fatalf("node %s: shapeKeyOf = %q, want %q", n.Name, got, want.shapeKey)
 		}
-		b.read(n, prefixes)
+		b.read(n, &prefixes)
 		if got := b.cachedFacts(cache, 50); !cmp.Equal(want, got, allow) {
 			t.Fatalf("node %s: cached facts differ (-want,+got):\n%s", n.Name, cmp.Diff(want, got, allow))
 		}

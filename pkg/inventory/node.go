@@ -72,9 +72,9 @@ type nodeFacts struct {
 	shapeKey string
 }
 
-func newNodeFacts(node *corev1.Node, prefixes []string) *nodeFacts {
+func newNodeFacts(node *corev1.Node, reported *labelFilter) *nodeFacts {
 	var b factsBuilder
-	b.read(node, prefixes)
+	b.read(node, reported)
 	return b.facts()
 }
 
@@ -93,10 +93,10 @@ type factsBuilder struct {
 type label struct{ key, value string }
 
 // read fills b from node.
-func (b *factsBuilder) read(node *corev1.Node, prefixes []string) {
+func (b *factsBuilder) read(node *corev1.Node, reported *labelFilter) {
 	b.ready = isReady(node)
 	b.schedulable = b.ready && !node.Spec.Unschedulable
-	b.labels = appendFeatureLabels(b.labels[:0], node.Labels, prefixes)
+	b.labels = appendFeatureLabels(b.labels[:0], node.Labels, reported)
 	b.taints = appendNormalizedTaints(b.taints[:0], node.Spec.Taints)
 	b.capacity = appendVector(b.capacity[:0], node.Status.Capacity)
 	b.allocatable = appendVector(b.allocatable[:0], node.Status.Allocatable)
@@ -157,15 +157,12 @@ func isReady(node *corev1.Node) bool {
 	return false
 }
 
-// appendFeatureLabels appends the labels whose key starts with one of
-// prefixes, sorted by key.
-func appendFeatureLabels(out []label, labels map[string]string, prefixes []string) []label {
+// appendFeatureLabels appends the labels that reported selects, sorted by
+// key.
+func appendFeatureLabels(out []label, labels map[string]string, reported *labelFilter) []label {
 	for k, v := range labels {
-		for _, p := range prefixes {
-			if strings.HasPrefix(k, p) {
-				out = append(out, label{k, v})
-				break
-			}
+		if reported.selects(k) {
+			out = append(out, label{k, v})
 		}
 	}
 	for i := 1; i < len(out); i++ {
@@ -176,11 +173,11 @@ func appendFeatureLabels(out []label, labels map[string]string, prefixes []strin
 	return out
 }
 
-// featureLabels returns the labels whose key starts with one of prefixes,
-// or nil when there are none.
-func featureLabels(labels map[string]string, prefixes []string) map[string]string {
+// featureLabels returns the labels that reported selects, or nil when there
+// are none.
+func featureLabels(labels map[string]string, reported *labelFilter) map[string]string {
 	var out map[string]string
-	for _, l := range appendFeatureLabels(nil, labels, prefixes) {
+	for _, l := range appendFeatureLabels(nil, labels, reported) {
 		if out == nil {
 			out = map[string]string{}
 		}

@@ -23,6 +23,8 @@ import (
 //   - nodeShapes: sorted by name, one per group of nodes sharing
 //     schedulability, taints, feature labels and allocatable, each with its
 //     free summary as described on the package, capped as Config says.
+//   - reportedLabels: the prefixes and keys that select the feature labels,
+//     so that the hub knows which labels a node lacks and which it cannot see.
 //
 // The report is deterministic: the same nodes and pods give the same report
 // whatever the order of the events that brought them.
@@ -82,6 +84,7 @@ func (c *Cluster) Summarize() v1alpha1.ClusterInventoryStatus {
 			Free:        s.free.quantity(name),
 		}
 	}
+	st.ReportedLabels = c.cfg.reportedLabels()
 	if len(st.NodeShapes) == 0 {
 		st.NodeShapes = nil
 	}

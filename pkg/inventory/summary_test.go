@@ -122,6 +122,24 @@ func TestSummarize(t *testing.T) {
 				}},
 			},
 		},
+		"label keys are reported besides the prefixes, and said so": {
+			cfg: Config{FeatureLabelPrefixes: []string{"example.com/"}, FeatureLabelKeys: []string{"gpu", "accel/model", "gpu"}, MaxFreeVectorsPerShape: 4},
+			nodes: []*corev1.Node{
+				makeNode("a").Resources("cpu", "4").Label("gpu", "a100").Label("gpu-extra", "x").Label("accel/model", "m1").Obj(),
+				makeNode("b").Resources("cpu", "4").Label("example.com/gen", "2").Label("gpus", "1").Obj(),
+			},
+			want: v1alpha1.ClusterInventoryStatus{
+				NodeCount: 2, ReadyNodeCount: 2, ShapeCount: 2,
+				ReportedLabels: &v1alpha1.ReportedLabels{Prefixes: []string{"example.com/"}, Keys: []string{"accel/model", "gpu"}},
+				Resources:      []v1alpha1.ResourceTotals{totals("cpu", "8", "8", "0", "8")},
+				NodeShapes: []v1alpha1.NodeShape{
+					{NodeCount: 1, Schedulable: true, Allocatable: rl("cpu", "4"), Labels: map[string]string{"accel/model": "m1", "gpu": "a100"},
+						Free: []v1alpha1.FreeVector{{Count: 1, Resources: rl("cpu", "4")}}},
+					{NodeCount: 1, Schedulable: true, Allocatable: rl("cpu", "4"), Labels: map[string]string{"example.com/gen": "2"},
+						Free: []v1alpha1.FreeVector{{Count: 1, Resources: rl("cpu", "4")}}},
+				},
+			},
+		},
 		"custom prefixes; feature values and allocatable split shapes": {
 			cfg: Config{FeatureLabelPrefixes: []string{"example.com/"}, MaxFreeVectorsPerShape: 4},
 			nodes: []*corev1.Node{
@@ -250,6 +268,11 @@ func TestSummarize(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if tc.want.ReportedLabels == nil {
+				// Every report says what it selects; cases about other things
+				// report their configured prefixes.
+				tc.want.ReportedLabels = &v1alpha1.ReportedLabels{Prefixes: tc.cfg.FeatureLabelPrefixes}
+			}
 			got := summarize(t, tc.cfg, tc.nodes, tc.pods)
 			if diff := cmp.Diff(anonymize(tc.want), anonymize(got)); diff != "" {
 				t.Errorf("Summarize (-want,+got):\n%s", diff)

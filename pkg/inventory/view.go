@@ -67,6 +67,9 @@ func (r *Request) Selector() *Selector { return r.sel }
 // ever count as room.
 type View struct {
 	shapes []viewShape
+	// reported selects the labels the cluster's agent reports; a Selector
+	// on another key matches no node (see Unreported).
+	reported labelFilter
 
 	// packingOnce guards packing, the scales Allocations use, computed on
 	// the first Allocate so that views that are never allocated do not pay.
@@ -92,9 +95,10 @@ type viewVector struct {
 
 // NewView indexes st without modifying it. Malformed entries are read
 // conservatively: negative amounts count as zero and vectors with a count
-// below one are ignored.
+// below one are ignored. A status without reportedLabels is taken to report
+// LegacyReportedLabels.
 func NewView(st *v1alpha1.ClusterInventoryStatus) *View {
-	v := &View{shapes: make([]viewShape, 0, len(st.NodeShapes))}
+	v := &View{shapes: make([]viewShape, 0, len(st.NodeShapes)), reported: reportedOf(st)}
 	for i := range st.NodeShapes {
 		ns := &st.NodeShapes[i]
 		s := viewShape{
@@ -203,6 +207,9 @@ func (s *viewShape) usable(sel *Selector) bool {
 // truncated. The count saturates at MaxInt64 when nothing constrains r.
 func (v *View) MaxReplicas(r *Request) (count int64, exact bool) {
 	exact = true
+	if _, unknown := v.Unreported(r.sel); unknown {
+		return 0, exact
+	}
 	for i := range v.shapes {
 		s := &v.shapes[i]
 		if !s.usable(r.sel) {
@@ -228,6 +235,9 @@ func (v *View) MaxReplicas(r *Request) (count int64, exact bool) {
 // passing sel, and false when no usable node passes sel.
 func (v *View) FreeOnBestNode(name corev1.ResourceName, sel *Selector) (resource.Quantity, bool) {
 	best, found := int64(0), false
+	if _, unknown := v.Unreported(sel); unknown {
+		return quantity(name, best), found
+	}
 	for i := range v.shapes {
 		s := &v.shapes[i]
 		if !s.usable(sel) || len(s.vectors) == 0 {
@@ -247,9 +257,13 @@ func (v *View) FreeOnBestNode(name corev1.ResourceName, sel *Selector) (resource
 
 // FitsOnOneNode reports whether some usable node has everything r needs
 // free at once. When none has, the message says why, in the terms of the
-// first obstacle met: no schedulable node, none with the features, none
-// tolerating the taints, or the resources, with the best a node offers.
+// first obstacle met: a label the cluster does not report, no schedulable
+// node, none with the features, none tolerating the taints, or the
+// resources, with the best a node offers.
 func (v *View) FitsOnOneNode(r *Request) (bool, string) {
+	if key, unknown := v.Unreported(r.sel); unknown {
+		return false, unreportedText(key)
+	}
 	with := ""
 	if t := r.sel.String(); t != "" {
 		with = " with " + t

@@ -19,6 +19,7 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/labelkeys"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 )
@@ -99,7 +100,8 @@ func marker(m *metav1.ObjectMeta) string {
 }
 
 // BuildInventories turns the fleet's Nodes and Pods into ClusterInventories, observed at now,
-// with the same pkg/inventory code the agent runs in each cluster, and checks that the fleet
+// with the same pkg/inventory code the agent runs in each cluster (reporting, besides cfg's
+// prefixes, the label keys of the fleet's intents, as agents do once the hub asks), and checks that the fleet
 // is consistent: every cluster named by nodes, pods and inventories exists, no cluster has
 // both nodes and an inventory, names are unique, and every pod is counted on a node of its
 // cluster. Its errors say where the objects were read.
@@ -146,6 +148,13 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 			}
 			nodeCluster[n.Name] = name
 		}
+	}
+	// The hub asks every agent for the label keys the intents use (pkg/controller/labelkeys),
+	// and agents report them from their next report on: the inventories built here are those
+	// of agents that have answered, and say so in reportedLabels. Inventories given as such
+	// say themselves what they report.
+	if len(cfg.FeatureLabelKeys) == 0 {
+		cfg.FeatureLabelKeys, _ = labelkeys.Keys(f.Intents)
 	}
 	builders := map[string]*inventory.Cluster{}
 	for _, name := range names {

@@ -2,12 +2,18 @@
 // cluster's Nodes and Pods with informers, keeps an inventory.Cluster up to
 // date, and writes what changed to the hub — the cluster's ClusterInventory,
 // its AddOnPlacementScore and the extended resources of its ManagedCluster.
+//
+// It also follows its own ClusterInventory on the hub: the hub writes there
+// (spec.labelKeys) which node label keys HPAIntents use, and the reporter
+// reports node labels of those keys too, besides its prefixes, from the next
+// report on, saying so in status.reportedLabels.
 package inventory
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,9 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -26,6 +34,8 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
+	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 )
 
@@ -86,6 +96,14 @@ type Controller struct {
 	pods    informers.SharedInformerFactory
 	synced  []cache.InformerSynced
 	steps   []step
+	inv     *inventoryWriter
+
+	// hub follows the cluster's own ClusterInventory for its spec; see
+	// labelKeys.
+	hub        fleetfitinformers.SharedInformerFactory
+	hubSynced  cache.InformerSynced
+	hubLister  fleetfitlisters.ClusterInventoryLister
+	nodeLister corelisters.NodeLister
 
 	mu       sync.Mutex
 	nextSync time.Time // no sync starts before this
@@ -132,6 +150,7 @@ func New(clients Clients, opts Options) (*Controller, error) {
 			})),
 	}
 	inv := newInventoryWriter(clients.Hub, opts)
+	c.inv = inv
 	c.steps = []step{
 		inv,
 		newScoreWriter(clients.HubCluster, opts),
@@ -160,6 +179,22 @@ func New(clients Clients, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("adding pod handler: %w", err)
 	}
 	c.synced = []cache.InformerSynced{nodes.HasSynced, pods.HasSynced}
+	c.nodeLister = c.factory.Core().V1().Nodes().Lister()
+
+	// Only the cluster's own inventory: the agent may read nothing else on the hub.
+	c.hub = fleetfitinformers.NewSharedInformerFactoryWithOptions(clients.Hub, 0,
+		fleetfitinformers.WithNamespace(opts.ClusterName),
+		fleetfitinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.ClusterName).String()
+		}))
+	invs := c.hub.Fleetfit().V1alpha1().ClusterInventories()
+	if _, err := invs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onInventory(obj) },
+		UpdateFunc: func(_, obj any) { c.onInventory(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("adding inventory handler: %w", err)
+	}
+	c.hubSynced, c.hubLister = invs.Informer().HasSynced, invs.Lister()
 	return c, nil
 }
 
@@ -174,8 +209,13 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	c.factory.Start(ctx.Done())
 	c.pods.Start(ctx.Done())
+	// The hub's informer is not waited for: a hub out of reach, or RBAC from before the
+	// agent watched its inventory, must not stop the reports. Until it syncs, the spec comes
+	// with the inventory the reporter writes.
+	c.hub.Start(ctx.Done())
 	defer c.factory.Shutdown()
 	defer c.pods.Shutdown()
+	defer c.hub.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		if ctx.Err() != nil {
 			return nil
@@ -224,9 +264,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// sync summarises the inventory and runs every step; a failing step does not
-// stop the others, and all failures are returned together.
+// sync takes the label keys the hub asks for, summarises the inventory and
+// runs every step; a failing step does not stop the others, and all failures
+// are returned together.
 func (c *Controller) sync(ctx context.Context) error {
+	asked, known := c.labelKeys()
+	if known {
+		c.takeLabelKeys(ctx, asked)
+	}
 	st := &syncState{report: c.cluster.Summarize(), now: c.opts.Clock.Now()}
 	var errs []error
 	for _, s := range c.steps {
@@ -234,7 +279,62 @@ func (c *Controller) sync(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("%s: %w", s.name(), err))
 		}
 	}
+	if st.inventory != nil && !slices.Equal(st.inventory.Spec.LabelKeys, asked) {
+		// The hub asked for other keys meanwhile: report them next.
+		c.enqueue()
+	}
 	return errors.Join(errs...)
+}
+
+// labelKeys returns the keys the hub asks for: from the informer once it has
+// synced, else from the inventory last written or read, else none (before
+// the first report, which then asks again).
+func (c *Controller) labelKeys() ([]string, bool) {
+	if c.hubSynced() {
+		inv, err := c.hubLister.ClusterInventories(c.opts.ClusterName).Get(c.opts.ClusterName)
+		if err == nil {
+			return inv.Spec.LabelKeys, true
+		}
+	}
+	if last := c.inv.last; last != nil {
+		return last.Spec.LabelKeys, true
+	}
+	return nil, false
+}
+
+// takeLabelKeys makes the inventory report the label keys the hub asks for.
+// Keys it cannot take (the hub's schema refuses them, so only a hub without
+// it could write them) are logged and the previous ones kept.
+func (c *Controller) takeLabelKeys(ctx context.Context, keys []string) {
+	nodes, err := c.nodeLister.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing nodes to report new label keys")
+		return
+	}
+	changed, err := c.cluster.SetFeatureLabelKeys(keys, nodes)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "The hub asks for label keys that cannot be reported; keeping the previous ones")
+		return
+	}
+	if changed {
+		klog.FromContext(ctx).V(logLevelWrites).Info("Reporting the label keys the hub asks for", "keys", keys)
+	}
+}
+
+// onInventory asks for a sync when the hub asks for label keys other than
+// those reported, so that they are reported within one report interval.
+func (c *Controller) onInventory(obj any) {
+	inv, ok := obj.(*v1alpha1.ClusterInventory)
+	if !ok || inv.Name != c.opts.ClusterName {
+		return
+	}
+	var reported []string
+	if r := inv.Status.ReportedLabels; r != nil {
+		reported = r.Keys
+	}
+	if !slices.Equal(inv.Spec.LabelKeys, reported) {
+		c.enqueue()
+	}
 }
 
 // enqueue asks for a sync no earlier than MinInterval after the last one.

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -58,16 +59,18 @@ func (w *inventoryWriter) sync(ctx context.Context, st *syncState) error {
 		st.inventory = w.last
 		return nil
 	}
-	next := w.last.DeepCopy()
-	next.Status = *want
-	// Revision counts content changes from what the hub holds, so it keeps increasing across
-	// agent restarts; a heartbeat only moves observedAt.
-	next.Status.Revision = w.last.Status.Revision
-	if !same {
-		next.Status.Revision++
+	updated, err := w.write(ctx, want, st.now)
+	if apierrors.IsConflict(err) {
+		// The hub writes the spec (the label keys it asks for), which moves the object on:
+		// read it again and write at once rather than a retry interval later.
+		cur, getErr := w.getOrCreate(ctx)
+		if getErr != nil {
+			w.last = nil
+			return errors.Join(err, getErr)
+		}
+		w.last, w.lastAt = cur, st.now
+		updated, err = w.write(ctx, want, st.now)
 	}
-	next.Status.ObservedAt = metav1.NewTime(st.now)
-	updated, err := w.client.FleetfitV1alpha1().ClusterInventories(w.cluster).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
 		// Someone else changed or deleted it: read it again next time.
 		w.last = nil
@@ -77,6 +80,22 @@ func (w *inventoryWriter) sync(ctx context.Context, st *syncState) error {
 	st.inventory = updated
 	klog.FromContext(ctx).V(logLevelWrites).Info("Wrote ClusterInventory", "revision", updated.Status.Revision, "nodes", updated.Status.NodeCount, "shapes", updated.Status.ShapeCount)
 	return nil
+}
+
+// write puts want onto the status of w.last through the status subresource, which never
+// changes the spec the hub owns.
+func (w *inventoryWriter) write(ctx context.Context, want *v1alpha1.ClusterInventoryStatus, now time.Time) (*v1alpha1.ClusterInventory, error) {
+	same := sameContent(&w.last.Status, want)
+	next := w.last.DeepCopy()
+	next.Status = *want.DeepCopy()
+	// Revision counts content changes from what the hub holds, so it keeps increasing across
+	// agent restarts; a heartbeat only moves observedAt.
+	next.Status.Revision = w.last.Status.Revision
+	if !same {
+		next.Status.Revision++
+	}
+	next.Status.ObservedAt = metav1.NewTime(now)
+	return w.client.FleetfitV1alpha1().ClusterInventories(w.cluster).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 }
 
 func (w *inventoryWriter) getOrCreate(ctx context.Context) (*v1alpha1.ClusterInventory, error) {

@@ -34,6 +34,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	"github.com/fleetfit/fleetfit/pkg/controller/action"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/controller/labelkeys"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
@@ -230,6 +231,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	labelKeys, err := labelkeys.New(fleetfitClient, fleetfitInformers, labelkeys.Options{})
+	if err != nil {
+		return err
+	}
 	delivery, err := action.New(action.Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: recorder},
 		ocmInformers, workInformers, fleetfitInformers, action.Options{Delivery: policy})
 	if err != nil {
@@ -253,6 +258,7 @@ func (o *Options) Run(ctx context.Context) error {
 	run := func(ctx context.Context) {
 		var wg sync.WaitGroup
 		wg.Go(func() { validator.Run(ctx) })
+		wg.Go(func() { labelKeys.Run(ctx) })
 		wg.Go(func() { delivery.Run(ctx) })
 		wg.Go(func() { ctrl.Run(ctx) })
 		wg.Wait()

@@ -50,7 +50,8 @@ func groupLength(v intstr.IntOrString, total int) (int, *framework.Status) {
 		pct, ok := strings.CutSuffix(v.StrVal, "%")
 		f, err := strconv.ParseFloat(pct, 64)
 		if !ok || err != nil {
-			return 0, framework.Misconfiguredf("%v invalid type: string is not a percentage", v.StrVal)
+			// OCM's message, with the field it is about.
+			return 0, framework.Misconfiguredf("clustersPerDecisionGroup %v invalid type: string is not a percentage", v.StrVal)
 		}
 		length = int(math.Ceil(f / 100 * float64(total)))
 	}

@@ -222,6 +222,27 @@ func candidates(snap *framework.Snapshot, cs hardwarefit.Consumer, eligible, all
 	return out
 }
 
+// ReasonPlacementMisconfigured is the reason of an intent's Scheduled condition while its
+// Placement is misconfigured: the placement keeps its decisions and is not scheduled.
+const ReasonPlacementMisconfigured = "PlacementMisconfigured"
+
+// misconfiguredIntentCondition is an intent's Scheduled condition after a cycle of its
+// placement that st, a misconfiguration, stopped.
+func misconfiguredIntentCondition(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, st *framework.Status) metav1.Condition {
+	what := st.Message()
+	if st.Plugin() != "" {
+		what = st.Plugin() + ": " + what
+	}
+	return metav1.Condition{
+		Type:               fleetfitv1alpha1.ConditionScheduled,
+		Status:             metav1.ConditionFalse,
+		ObservedGeneration: in.Generation,
+		Reason:             ReasonPlacementMisconfigured,
+		Message: textcap.Truncate(fmt.Sprintf("Placement %s is misconfigured, so it is not scheduled and keeps its decisions: %s",
+			p.Name, what), textcap.MaxMessage),
+	}
+}
+
 func scheduledCondition(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, decisions []scheduler.Decision, res *scheduler.Result) metav1.Condition {
 	cond := metav1.Condition{Type: fleetfitv1alpha1.ConditionScheduled, ObservedGeneration: in.Generation}
 	if len(decisions) > 0 {

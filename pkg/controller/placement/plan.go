@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
@@ -56,14 +57,20 @@ func PlanCycle(ctx context.Context, in PlanInput) *Plan {
 		st = framework.Misconfiguredf("%v", err).WithPlugin("Placement")
 	}
 	var groups []decisionGroup
-	if !res.Failed() {
+	if !res.Failed() && !st.IsFailure() {
 		groups, st = groupDecisions(p, in.Snapshot, res.Decisions())
 	}
 	if st.IsFailure() {
 		plan.Kept, plan.Failure = true, st
 		plan.Status = keptStatus(p, st)
 		for _, in := range in.Intents {
-			plan.Intents = append(plan.Intents, in.DeepCopy())
+			out := in.DeepCopy()
+			if st.Code() == framework.Misconfigured {
+				// The placement's own condition says what is wrong; so does each intent's,
+				// which is where its author looks.
+				meta.SetStatusCondition(&out.Status.Conditions, misconfiguredIntentCondition(in, p, st))
+			}
+			plan.Intents = append(plan.Intents, out)
 		}
 		return plan
 	}

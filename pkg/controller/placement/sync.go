@@ -118,6 +118,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	res := plan.Result
 	c.opts.Metrics.observeCycle(res, time.Since(start))
 	if plan.Kept {
+		if plan.Failure.Code() == framework.Misconfigured {
+			// The intents say why they are not scheduled (their Scheduled condition).
+			if err := c.updateIntents(ctx, intents, plan.Intents); err != nil {
+				return errors.Join(err, c.keepDecisions(ctx, p, plan.Failure))
+			}
+		}
 		return c.keepDecisions(ctx, p, plan.Failure)
 	}
 	if len(intents) > 0 {

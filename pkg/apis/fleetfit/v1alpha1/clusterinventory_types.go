@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +18,9 @@ const DefaultInventoryStaleAfter = 10 * time.Minute
 
 // ClusterInventory is what one managed cluster really has free, as its
 // fleetfit agent last saw it. It lives on the hub in the namespace named after
-// the cluster, and only that cluster's agent writes it.
+// the cluster. The cluster's agent creates it and writes only its status;
+// fleetfit-hub writes only its spec, which asks the agent for the node labels
+// that HPAIntents require.
 //
 // Its size depends on how many distinct node shapes the cluster has, not on
 // how many nodes: nodes that look alike (same readiness, taints, feature
@@ -40,7 +44,32 @@ type ClusterInventory struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +optional
+	Spec ClusterInventorySpec `json:"spec,omitempty"`
+
+	// +optional
 	Status ClusterInventoryStatus `json:"status,omitempty"`
+}
+
+// MaxLabelKeys bounds spec.labelKeys: every key is asked of every agent and
+// may split its nodes into more shapes, so the hub asks for at most this many.
+const MaxLabelKeys = 128
+
+// ClusterInventorySpec is what the hub asks of the cluster's agent. Only
+// fleetfit-hub writes it; the agent reads it.
+type ClusterInventorySpec struct {
+	// labelKeys are the node label keys that HPAIntents' feature requirements
+	// use, sorted. The agent reports node labels with these keys as features,
+	// besides those its own prefixes select, and says so in
+	// status.reportedLabels. Until it does, the hub takes requirements on a
+	// key it does not report as unknown on the cluster, never as met or
+	// failed by the label's absence.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.isSorted()",message="labelKeys must be sorted"
+	LabelKeys []string `json:"labelKeys,omitempty"`
 }
 
 // ClusterInventoryStatus is the report of one cluster's agent.
@@ -66,6 +95,15 @@ type ClusterInventoryStatus struct {
 	// +optional
 	ReadyNodeCount int32 `json:"readyNodeCount,omitempty"`
 
+	// reportedLabels say which node labels the agent reports as features,
+	// so the hub can tell a label a node lacks from one the agent does not
+	// report. An inventory without it comes from an agent older than the
+	// field; the hub takes it as reporting the default prefixes
+	// (feature.node.kubernetes.io/, nvidia.com/gpu., node.kubernetes.io/instance-type,
+	// topology.kubernetes.io/, fleetfit.io/).
+	// +optional
+	ReportedLabels *ReportedLabels `json:"reportedLabels,omitempty"`
+
 	// shapeCount is the number of entries in nodeShapes.
 	// +optional
 	ShapeCount int32 `json:"shapeCount,omitempty"`
@@ -81,6 +119,41 @@ type ClusterInventoryStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	NodeShapes []NodeShape `json:"nodeShapes,omitempty"`
+}
+
+// ReportedLabels say which node labels an agent reports: a label is
+// reported when its key starts with one of prefixes or equals one of keys.
+type ReportedLabels struct {
+	// prefixes of the keys of the labels reported.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	Prefixes []string `json:"prefixes,omitempty"`
+	// keys of the labels reported besides those prefixes select: the
+	// spec.labelKeys the agent has taken into account, sorted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=317
+	Keys []string `json:"keys,omitempty"`
+}
+
+// Reports says whether a node label with key is reported; a nil r reports
+// nothing (see ClusterInventoryStatus.ReportedLabels for what the hub assumes
+// of an inventory without it).
+func (r *ReportedLabels) Reports(key string) bool {
+	if r == nil {
+		return false
+	}
+	for _, p := range r.Prefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	// Keys are short and sorted by the agent, but an inventory is input:
+	// a plain search holds whatever their order.
+	return slices.Contains(r.Keys, key)
 }
 
 // ResourceTotals are a cluster's totals for one resource.

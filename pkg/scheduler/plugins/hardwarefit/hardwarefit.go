@@ -19,6 +19,12 @@
 // never checked, and is not kept for hardware it may not have.) Steady then keeps the
 // decision stable.
 //
+// A feature requirement on a node label the cluster's agent does not report (outside its
+// prefixes and the keys the hub asked it for, status.reportedLabels) is unknown there, whatever
+// its operator: the label's absence from the report says nothing about the nodes. The cluster
+// is not chosen anew for a mandatory one ("cluster X does not report label gpu yet"), a
+// decided cluster is kept, as with silence, and an optional one does not score.
+//
 // As a prioritizer, a feasible cluster scores 100 × (weight of the optional requirements it can
 // also meet) / (weight of all optional requirements), so optional requirements rank clusters
 // without excluding any.
@@ -186,6 +192,14 @@ func Fits(info *framework.ClusterInfo, consumers []Consumer, placementKey string
 	if ok, why := fresh(info, now); !ok {
 		return false, why
 	}
+	for _, c := range consumers {
+		if c.Replicas <= 0 {
+			continue
+		}
+		if key, unknown := info.View.Unreported(c.Request.Selector()); unknown {
+			return false, unreported(info, c, key)
+		}
+	}
 	alloc := allocations.Get().(*inventory.Allocation)
 	defer allocations.Put(alloc)
 	alloc.Reset(info.View)
@@ -226,18 +240,34 @@ func FitsConsumer(info *framework.ClusterInfo, c Consumer, placementKey string, 
 // stillFits is the check for a cluster the placement already decides: its own pods may already
 // run there and take the room they need, so only the nodes' features are checked again, from
 // the last report however old (a consumer whose required features no schedulable node has any
-// more loses the cluster).
+// more loses the cluster). A feature on a label the cluster does not report is unknown there,
+// not missing, so it keeps the cluster, as silence does: the agent is told which keys to
+// report and answers within one report.
 func stillFits(info *framework.ClusterInfo, consumers []Consumer, _ time.Time) (bool, string) {
 	if info.View == nil {
 		return false, noInventory
 	}
 	for _, c := range consumers {
+		if _, unknown := info.View.Unreported(c.Request.Selector()); unknown {
+			continue
+		}
 		if !info.View.HasNode(c.Request.Selector()) {
 			_, why := info.View.FitsOnOneNode(c.Request)
 			return false, fmt.Sprintf("consumer %s/%s: %s", c.Intent, c.Name, why)
 		}
 	}
 	return true, ""
+}
+
+// unreported is why a cluster is not chosen for a consumer that requires a label its agent
+// does not report (yet: the hub asks every agent for the keys intents use).
+func unreported(info *framework.ClusterInfo, c Consumer, key string) string {
+	why := fmt.Sprintf("consumer %s/%s: cluster %s does not report label %s yet", c.Intent, c.Name, info.Name(), key)
+	if info.Inventory != nil && info.Inventory.Status.ReportedLabels == nil {
+		// Its agent will not answer the hub's request: it predates it.
+		why += " (its fleetfit agent does not say which labels it reports, so only the default prefixes count: upgrade the agent)"
+	}
+	return why
 }
 
 const noInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
