@@ -232,3 +232,45 @@ func fieldErrors(errs field.ErrorList) string {
 	}
 	return strings.Join(msgs, "; ")
 }
+
+// amountFields are the fields under which the kinds of a fleet keep resource amounts: a Node's
+// capacity and allocatable, a Pod's requests, limits and overhead, a ClusterInventory's totals
+// and free vectors, an HPAIntent's requests and limits.
+var amountFields = map[string]bool{
+	"capacity": true, "allocatable": true, "requests": true, "limits": true, "overhead": true,
+	"resources": true, "free": true, "requested": true,
+}
+
+// longExponent is an amount written with an exponent of four digits or more, such as 1e1000.
+var longExponent = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]{4,}$`)
+
+// longExponents refuses amounts written with an exponent of four digits or more before they are
+// parsed: Kubernetes' quantity parser takes minutes, or never ends, on some of them
+// (1e70955161706), and none is an amount a node or a pod could have. Only fields under an
+// amount field are looked at, so that a label value such as 1e1000 stays a label value.
+func longExponents(obj map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	var walk func(p *field.Path, v any, inAmounts bool)
+	walk = func(p *field.Path, v any, inAmounts bool) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(p.Child(k), v[k], inAmounts || amountFields[k])
+			}
+		case []any:
+			for i := range v {
+				walk(p.Index(i), v[i], inAmounts)
+			}
+		case string:
+			if inAmounts && longExponent.MatchString(v) {
+				errs = append(errs, field.Invalid(p, v, "write amounts with an exponent of at most three digits, such as 4e9 or 4G: longer exponents give amounts far beyond what fleetfit can count, or below the smallest, 1n"))
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if k != "metadata" {
+			walk(field.NewPath(k), obj[k], amountFields[k])
+		}
+	}
+	return errs
+}

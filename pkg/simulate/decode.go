@@ -177,6 +177,9 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 	if errs := oversizedMetadata(u); len(errs) > 0 {
 		return invalid(errs)
 	}
+	if errs := longExponents(u.Object); len(errs) > 0 {
+		return invalid(errs)
+	}
 	s, err := hubSchemas.lookup(gvk)
 	if err != nil {
 		return fmt.Errorf("loading the hub's CRDs: %w", err)

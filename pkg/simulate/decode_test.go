@@ -166,6 +166,14 @@ func TestDecodeRefuses(t *testing.T) {
 			in:   nodeHead + "status: {allocatable: {cpu: '-1', memory: 1Gi}}",
 			want: `fleet.yaml, document 1: Node "n1" is invalid (the cluster's API server would refuse it): status.allocatable[cpu]: Invalid value: "-1": must be greater than or equal to 0`,
 		},
+		"an allocatable with an exponent the quantity parser never finishes": {
+			in:   nodeHead + "status: {allocatable: {cpu: '1e70955161706', memory: 1Gi}}",
+			want: `fleet.yaml, document 1: Node "n1" is invalid (the cluster's API server would refuse it): status.allocatable.cpu: Invalid value: "1e70955161706": write amounts with an exponent of at most three digits, such as 4e9 or 4G: longer exponents give amounts far beyond what fleetfit can count, or below the smallest, 1n`,
+		},
+		"a pod request with a long negative exponent": {
+			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: default}\nspec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1e-709551616'}}}]}",
+			want: `fleet.yaml, document 1: Pod "default/p1" is invalid (the cluster's API server would refuse it): spec.containers[0].resources.requests.cpu: Invalid value: "1e-709551616": write amounts with an exponent of at most three digits, such as 4e9 or 4G: longer exponents give amounts far beyond what fleetfit can count, or below the smallest, 1n`,
+		},
 		"an empty taint key": {
 			in:   nodeHead + "spec: {taints: [{key: '', effect: NoSchedule}]}",
 			want: `fleet.yaml, document 1: Node "n1" is invalid (the cluster's API server would refuse it): spec.taints[0].key: Invalid value: "": name part must be non-empty; spec.taints[0].key: Invalid value: "": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
