@@ -22,6 +22,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
 )
 
 // reservationTimeout is the hub's: within one simulation nothing expires.
@@ -198,10 +199,6 @@ func keepDecisions(e *scheduler.Explanation, kept []clusterv1beta1.PlacementDeci
 	}
 }
 
-// hubNoInventory is how the hub's HardwareFit filter says that a cluster has no inventory: on a
-// hub that means no agent reports for the cluster.
-const hubNoInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
-
 // filesNoInventory says it of a fleet read from files, where it means the files describe no
 // nodes of the cluster.
 const filesNoInventory = "the fleet files have no Nodes (marked " + ClusterLabel + ") and no ClusterInventory for this cluster: add them to schedule hardware requirements there"
@@ -213,18 +210,18 @@ func sayFilesLackInventory(res *Result) {
 		r := &res.Placements[i]
 		if e := r.Explanation; e != nil {
 			for j := range e.Clusters {
-				e.Clusters[j].Reason = strings.ReplaceAll(e.Clusters[j].Reason, hubNoInventory, filesNoInventory)
+				e.Clusters[j].Reason = strings.ReplaceAll(e.Clusters[j].Reason, hardwarefit.NoInventory, filesNoInventory)
 			}
 		}
 		for j := range r.Placement.Status.Conditions {
 			c := &r.Placement.Status.Conditions[j]
-			c.Message = strings.ReplaceAll(c.Message, hubNoInventory, filesNoInventory)
+			c.Message = strings.ReplaceAll(c.Message, hardwarefit.NoInventory, filesNoInventory)
 		}
 	}
 	for _, in := range res.Intents {
 		for j := range in.Status.Conditions {
 			c := &in.Status.Conditions[j]
-			c.Message = strings.ReplaceAll(c.Message, hubNoInventory, filesNoInventory)
+			c.Message = strings.ReplaceAll(c.Message, hardwarefit.NoInventory, filesNoInventory)
 		}
 	}
 }

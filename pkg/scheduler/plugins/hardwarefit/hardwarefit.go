@@ -245,7 +245,7 @@ func FitsConsumer(info *framework.ClusterInfo, c Consumer, placementKey string, 
 // report and answers within one report.
 func stillFits(info *framework.ClusterInfo, consumers []Consumer, _ time.Time) (bool, string) {
 	if info.View == nil {
-		return false, noInventory
+		return false, NoInventory
 	}
 	for _, c := range consumers {
 		if _, unknown := info.View.Unreported(c.Request.Selector()); unknown {
@@ -270,11 +270,13 @@ func unreported(info *framework.ClusterInfo, c Consumer, key string) string {
 	return why
 }
 
-const noInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
+// NoInventory is the reason a cluster without a ClusterInventory is not feasible. On a hub
+// that means no agent reports for the cluster; a simulation over fleet files words it for files.
+const NoInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
 
 func fresh(info *framework.ClusterInfo, now time.Time) (bool, string) {
 	if info.View == nil {
-		return false, noInventory
+		return false, NoInventory
 	}
 	if !info.InventoryFresh(now) {
 		age, _ := info.InventoryAge(now)
