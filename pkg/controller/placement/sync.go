@@ -226,8 +226,12 @@ func keptStatus(p *clusterv1beta1.Placement, st *framework.Status) clusterv1beta
 }
 
 // conditionMessage is OCM's "<plugin>:<message>", bounded: a message may quote user input
-// such as a CEL expression.
+// such as a CEL expression. A problem no plugin reported (the decision groups, say) is its
+// message alone, not ":message".
 func conditionMessage(st *framework.Status) string {
+	if st.Plugin() == "" {
+		return textcap.Truncate(st.Message(), textcap.MaxMessage)
+	}
 	return textcap.Truncate(fmt.Sprintf("%s:%s", st.Plugin(), st.Message()), textcap.MaxMessage)
 }
 
