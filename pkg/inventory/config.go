@@ -104,7 +104,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("maxFreeVectors must not be negative, got %d", c.MaxFreeVectors))
 	}
 	for name, q := range c.RoundingSteps {
-		if milliOf(q) <= 0 {
+		if MilliOf(q) <= 0 {
 			errs = append(errs, fmt.Errorf("rounding step of %s must be positive, got %s", name, q.String()))
 		}
 	}
@@ -148,11 +148,11 @@ func validateLabelKeys(prefixes, keys []string) error {
 // step returns the rounding step of name in milli-units.
 func (c Config) step(name corev1.ResourceName) int64 {
 	if q, ok := c.RoundingSteps[name]; ok {
-		return milliOf(q)
+		return MilliOf(q)
 	}
 	if isHugePages(name) {
 		if q, ok := c.RoundingSteps[corev1.ResourceMemory]; ok {
-			return milliOf(q)
+			return MilliOf(q)
 		}
 	}
 	return 1000

@@ -41,13 +41,13 @@ func AmountsByModel(st *v1alpha1.ClusterInventoryStatus, resource corev1.Resourc
 		// Reports are read as NewView reads them: negative amounts and
 		// counts are zero, and sums saturate rather than wrap.
 		m.Nodes = int32Count(addCounts(int64(m.Nodes), int64(s.NodeCount)))
-		m.Allocatable = addCounts(m.Allocatable, mulCounts(unitsOf(milliOf(q)), int64(s.NodeCount)))
+		m.Allocatable = addCounts(m.Allocatable, mulCounts(unitsOf(MilliOf(q)), int64(s.NodeCount)))
 		if !s.Schedulable {
 			continue
 		}
 		for _, v := range s.Free {
 			if f, ok := v.Resources[resource]; ok {
-				m.Free = addCounts(m.Free, mulCounts(milliOf(f)/1000, int64(v.Count)))
+				m.Free = addCounts(m.Free, mulCounts(MilliOf(f)/1000, int64(v.Count)))
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func slowPodRequests(pod *corev1.Pod) Vector {
 	v := make(Vector, 0, len(list)+1)
 	v = append(v, Amount{Name: corev1.ResourcePods, Milli: 1000})
 	for name, q := range list {
-		if m := milliOf(q); m > 0 && name != corev1.ResourcePods {
+		if m := MilliOf(q); m > 0 && name != corev1.ResourcePods {
 			v = append(v, Amount{Name: name, Milli: m})
 		}
 	}
@@ -65,7 +65,7 @@ func slowPodRequests(pod *corev1.Pod) Vector {
 }
 
 // withHugeAmountsCapped returns pod, or a copy of it in which every amount
-// beyond MaxInt64 thousandths is that much, which milliOf reads alike. The
+// beyond MaxInt64 thousandths is that much, which MilliOf reads alike. The
 // helper adds amounts with Quantity.Add, which for an amount such as
 // 1e709551616 (ParseQuantity accepts it) builds a number with that many
 // digits; capped, a pod requesting it still fills its node.
@@ -112,7 +112,7 @@ func withHugeAmountsCapped(pod *corev1.Pod) *corev1.Pod {
 			case v1alpha1.CompareQuantities(q, maxMilli) > 0:
 				l[name] = maxMilli.DeepCopy()
 			case v1alpha1.CompareQuantities(q, minMilli) < 0:
-				// Negative amounts count as zero, as milliOf counts them.
+				// Negative amounts count as zero, as MilliOf counts them.
 				l[name] = resource.Quantity{}
 			}
 		}
@@ -122,7 +122,7 @@ func withHugeAmountsCapped(pod *corev1.Pod) *corev1.Pod {
 
 // fastAmountLimit bounds every amount the fast path takes and
 // fastSumLimit every sum it keeps, so that no addition overflows (each adds
-// two numbers below 2^61) and milliOf of the helper's result is the same
+// two numbers below 2^61) and MilliOf of the helper's result is the same
 // exact milli-amount (results stay below 2^61, far under maxUnits×1000).
 // 2^55 thousandths is about 36 TB.
 const (
@@ -229,7 +229,7 @@ var accumulators = sync.Pool{New: func() any { return &podAccumulator{} }}
 // until the next call. It returns false, leaving the pod to the
 // helper, for pod-level requests and for any quantity that is negative, not
 // a whole number of thousandths, or huge; then the helper's Quantity
-// arithmetic and milliOf's rounding could differ from milli arithmetic.
+// arithmetic and MilliOf's rounding could differ from milli arithmetic.
 //
 // The rules, from AggregateContainerRequests (KEP-753) and PodRequests:
 //   - an app container adds its effective requests;

@@ -38,7 +38,7 @@ func int32Count[T int | int64](n T) int32 {
 	return int32(n)
 }
 
-// unitsOf returns a milli-amount from milliOf in whole units, rounded up as
+// unitsOf returns a milli-amount from MilliOf in whole units, rounded up as
 // Quantity.Value rounds (half a GPU counts as one).
 func unitsOf(m int64) int64 {
 	units := m / 1000

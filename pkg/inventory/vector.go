@@ -35,7 +35,7 @@ type Vector []Amount
 // int64. Larger amounts (more than about 8 PiB on one node) are clamped to it.
 const maxUnits = math.MaxInt64 / 1000
 
-// maxMilli is MaxInt64 thousandths as a Quantity: the largest amount milliOf
+// maxMilli is MaxInt64 thousandths as a Quantity: the largest amount MilliOf
 // returns exactly.
 var maxMilli = *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
 
@@ -43,7 +43,7 @@ var maxMilli = *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
 // counted with before negative amounts become zero.
 var minMilli = *resource.NewMilliQuantity(-math.MaxInt64, resource.DecimalSI)
 
-// milliOf returns q in thousandths, rounded up, and saturates: an amount
+// MilliOf returns q in thousandths, rounded up, and saturates: an amount
 // below zero counts as 0 and one beyond MaxInt64 thousandths as MaxInt64.
 // So the conversion is monotonic and a positive amount never becomes zero,
 // whatever is written: a pod requesting cpu 1e19 fills its node rather than
@@ -54,7 +54,7 @@ var minMilli = *resource.NewMilliQuantity(-math.MaxInt64, resource.DecimalSI)
 // amounts beyond an int64 they return wrapped or zero values (1e19 gives 0),
 // so the range is checked first, with CompareQuantities, which is exact for
 // every quantity and quick even for 1e709551616.
-func milliOf(q resource.Quantity) int64 {
+func MilliOf(q resource.Quantity) int64 {
 	if q.Sign() <= 0 {
 		return 0
 	}
@@ -79,7 +79,7 @@ func NewVector(list corev1.ResourceList) Vector {
 // appendVector appends NewVector(list) to v, which must be empty.
 func appendVector(v Vector, list corev1.ResourceList) Vector {
 	for name, q := range list {
-		if m := milliOf(q); m > 0 {
+		if m := MilliOf(q); m > 0 {
 			v = append(v, Amount{Name: name, Milli: m})
 		}
 	}

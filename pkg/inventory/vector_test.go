@@ -42,8 +42,8 @@ func TestMilliOf(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, milliOf(resource.MustParse(tc.quantity))); diff != "" {
-				t.Errorf("milliOf(%s) (-want,+got):\n%s", tc.quantity, diff)
+			if diff := cmp.Diff(tc.want, MilliOf(resource.MustParse(tc.quantity))); diff != "" {
+				t.Errorf("MilliOf(%s) (-want,+got):\n%s", tc.quantity, diff)
 			}
 		})
 	}
@@ -54,7 +54,7 @@ func TestMilliOf(t *testing.T) {
 // any of ten digits or more, which may not fit an int32 (1e70955161706).
 var hugeExponent = regexp.MustCompile(`[eE](-[0-9]{7}|[+]?[0-9]{10})`)
 
-// FuzzMilliOf checks, for any two quantities, that milliOf never panics,
+// FuzzMilliOf checks, for any two quantities, that MilliOf never panics,
 // keeps every positive amount positive, counts nothing below zero, and is
 // monotonic: a larger amount never converts to less than a smaller one.
 func FuzzMilliOf(f *testing.F) {
@@ -69,7 +69,7 @@ func FuzzMilliOf(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
 		if hugeExponent.MatchString(a) || hugeExponent.MatchString(b) {
-			// Nothing to learn about milliOf, which would not see them.
+			// Nothing to learn about MilliOf, which would not see them.
 			t.Skip("an exponent ParseQuantity takes minutes over")
 		}
 		qa, errA := resource.ParseQuantity(a)
@@ -77,30 +77,30 @@ func FuzzMilliOf(f *testing.F) {
 		if errA != nil || errB != nil {
 			t.Skip("not quantities")
 		}
-		ma, mb := milliOf(qa), milliOf(qb)
+		ma, mb := MilliOf(qa), MilliOf(qb)
 		for _, c := range []struct {
 			q resource.Quantity
 			m int64
 		}{{qa, ma}, {qb, mb}} {
 			if c.q.Sign() > 0 && c.m <= 0 {
-				t.Errorf("milliOf(%s) = %d: a positive amount must stay positive", c.q.String(), c.m)
+				t.Errorf("MilliOf(%s) = %d: a positive amount must stay positive", c.q.String(), c.m)
 			}
 			if c.q.Sign() <= 0 && c.m != 0 {
-				t.Errorf("milliOf(%s) = %d, want 0 for an amount not above zero", c.q.String(), c.m)
+				t.Errorf("MilliOf(%s) = %d, want 0 for an amount not above zero", c.q.String(), c.m)
 			}
 		}
 		switch v1alpha1.CompareQuantities(qa, qb) {
 		case -1:
 			if ma > mb {
-				t.Errorf("milliOf(%s) = %d > milliOf(%s) = %d: not monotonic", qa.String(), ma, qb.String(), mb)
+				t.Errorf("MilliOf(%s) = %d > MilliOf(%s) = %d: not monotonic", qa.String(), ma, qb.String(), mb)
 			}
 		case 1:
 			if ma < mb {
-				t.Errorf("milliOf(%s) = %d < milliOf(%s) = %d: not monotonic", qa.String(), ma, qb.String(), mb)
+				t.Errorf("MilliOf(%s) = %d < MilliOf(%s) = %d: not monotonic", qa.String(), ma, qb.String(), mb)
 			}
 		default:
 			if ma != mb {
-				t.Errorf("milliOf(%s) = %d but milliOf(%s) = %d for the same amount", qa.String(), ma, qb.String(), mb)
+				t.Errorf("MilliOf(%s) = %d but MilliOf(%s) = %d for the same amount", qa.String(), ma, qb.String(), mb)
 			}
 		}
 	})

@@ -107,7 +107,7 @@ func NewView(st *v1alpha1.ClusterInventoryStatus) *View {
 			truncated:   ns.Truncated,
 			labels:      maps.Clone(ns.Labels),
 			taints:      slices.Clone(ns.Taints),
-			podSlots:    milliOf(ns.Allocatable[corev1.ResourcePods]) > 0,
+			podSlots:    MilliOf(ns.Allocatable[corev1.ResourcePods]) > 0,
 		}
 		seen := map[corev1.ResourceName]bool{}
 		for _, fv := range ns.Free {
@@ -125,7 +125,7 @@ func NewView(st *v1alpha1.ClusterInventoryStatus) *View {
 			}
 			free := make([]int64, len(s.names))
 			for j, name := range s.names {
-				free[j] = milliOf(fv.Resources[name])
+				free[j] = MilliOf(fv.Resources[name])
 			}
 			s.vectors = append(s.vectors, viewVector{count: int64(fv.Count), free: free})
 		}

@@ -97,12 +97,15 @@ func largestNodeAllocatable(st *v1alpha1.ClusterInventoryStatus, name corev1.Res
 }
 
 // linearScore is the mapping documented on Scores. A ratio is a score, not
-// an amount, so a float is precise enough here.
+// an amount, so a float is precise enough here. The amounts are read
+// saturating first, so that absurd ones (1e400 free of 1e400) give a finite
+// ratio and never a NaN or an infinity to convert.
 func linearScore(free, reference resource.Quantity) int32 {
-	if reference.Sign() <= 0 {
+	ref := inventory.MilliOf(reference)
+	if ref <= 0 {
 		return -100
 	}
-	s := math.Round(-100 + 200*free.AsApproximateFloat64()/reference.AsApproximateFloat64())
+	s := math.Round(-100 + 200*float64(inventory.MilliOf(free))/float64(ref))
 	return int32(max(-100, min(100, s)))
 }
 

@@ -87,3 +87,24 @@ func TestScores(t *testing.T) {
 		})
 	}
 }
+
+func TestLinearScoreOfAbsurdAmounts(t *testing.T) {
+	cases := map[string]struct {
+		free, reference string
+		want            int32
+	}{
+		"half free":                       {free: "2", reference: "4", want: 0},
+		"all free":                        {free: "4", reference: "4", want: 100},
+		"absurd free of absurd reference": {free: "1e400", reference: "1e400", want: 100},
+		"absurd free of a small one":      {free: "1e400", reference: "4", want: 100},
+		"nothing free of an absurd one":   {free: "0", reference: "1e400", want: -100},
+		"no reference":                    {free: "4", reference: "0", want: -100},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := linearScore(resource.MustParse(tc.free), resource.MustParse(tc.reference)); got != tc.want {
+				t.Errorf("linearScore(%s, %s) = %d, want %d", tc.free, tc.reference, got, tc.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
@@ -100,7 +101,7 @@ func seen(snap *framework.Snapshot, r fleetfitv1alpha1.ClusterReservation, amoun
 func reservationOf(r fleetfitv1alpha1.ClusterReservation, amounts corev1.ResourceList, timeout time.Duration) framework.Reservation {
 	base := make(map[corev1.ResourceName]int64, len(r.RequestedBefore))
 	for name, q := range r.RequestedBefore {
-		base[name] = q.MilliValue()
+		base[name] = inventory.MilliOf(q)
 	}
 	return framework.Reservation{Amounts: amounts, Base: base, Until: r.Since.Add(timeout)}
 }

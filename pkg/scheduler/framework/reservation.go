@@ -34,7 +34,7 @@ func (r *Reservation) Active(now time.Time) bool { return now.Before(r.Until) }
 // inventory) show the reserved amounts consumed.
 func (r *Reservation) Seen(requested map[corev1.ResourceName]int64) bool {
 	for name, q := range r.Amounts {
-		if requested[name]-r.Base[name] < q.MilliValue() {
+		if requested[name]-r.Base[name] < inventory.MilliOf(q) {
 			return false
 		}
 	}
@@ -48,7 +48,7 @@ func RequestedTotals(inv *fleetfitv1alpha1.ClusterInventory) map[corev1.Resource
 		return out
 	}
 	for _, r := range inv.Status.Resources {
-		out[r.Name] = r.Requested.MilliValue()
+		out[r.Name] = inventory.MilliOf(r.Requested)
 	}
 	return out
 }
