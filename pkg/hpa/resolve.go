@@ -79,9 +79,9 @@ type OptionalRequirement struct {
 // three stages and stops after the first that finds problems, since later
 // stages would only repeat them: the spec as the CRD checks it at admission
 // (for intents that never went through it, such as a CLI's files), then each
-// consumer's requirements (amounts in Kubernetes units, one mandatory amount
-// per resource, exclusiveCPU after conversion), then, when the intent
-// carries manifests, every consumer against the workload.
+// consumer's requirements (amounts in Kubernetes units, exclusiveCPU after
+// conversion), then, when the intent carries manifests, every consumer
+// against the workload.
 func Resolve(intent *v1alpha1.HPAIntent) (*Resolved, error) {
 	if intent == nil {
 		return nil, &Problem{Reason: ReasonInvalidRequirements, Message: "no HPAIntent to resolve"}
@@ -141,9 +141,6 @@ func resolveConsumer(in *v1alpha1.ResourceConsumer) (Consumer, problems) {
 	if in.Replicas != nil {
 		c.Replicas = *in.Replicas
 	}
-	// requirementOf remembers which requirement set each mandatory resource,
-	// so that a second one can be named in the message.
-	requirementOf := map[corev1.ResourceName]string{}
 	for i := range in.Requirements {
 		r := &in.Requirements[i]
 		switch {
@@ -162,13 +159,8 @@ func resolveConsumer(in *v1alpha1.ResourceConsumer) (Consumer, problems) {
 				c.Optional = append(c.Optional, o)
 				continue
 			}
-			if first, dup := requirementOf[name]; dup {
-				ps.add(ReasonInvalidRequirements, in.Name,
-					"requirements %q and %q are both mandatory amounts of %s, but a container has one request and one limit per resource; keep one of them",
-					first, r.Name, name)
-				continue
-			}
-			requirementOf[name] = r.Name
+			// Validation refuses two mandatory amounts of one resource, so
+			// each name is set once.
 			c.Requests[name] = requests
 			if limits != nil {
 				c.Limits[name] = *limits

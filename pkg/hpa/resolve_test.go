@@ -419,8 +419,8 @@ func TestResolveProblems(t *testing.T) {
 				utiltesting.MakeResource("large", "memory").Requests("2Gi").Obj(),
 				utiltesting.MakeResource("preferred", "memory").Requests("4Gi").Optional(2).Obj(),
 			).Obj()).Obj(),
-			want: []Problem{{Reason: ReasonInvalidRequirements, Consumer: "api",
-				Message: `requirements "small" and "large" are both mandatory amounts of memory, but a container has one request and one limit per resource; keep one of them`}},
+			want: []Problem{{Reason: ReasonInvalidRequirements,
+				Message: `spec.consumers[1].requirements[1].resource.name: Invalid value: "memory": two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional`}},
 		},
 		"deployment replicas beyond int32": {
 			intent: web.Clone().Manifest(withCount(webDeployment(), 4294967297, "spec", "replicas")).Obj(),

@@ -109,7 +109,7 @@ func TestValidCondition(t *testing.T) {
 					utiltesting.MakeResource("b", "cpu").Requests("2").Obj(),
 				).Obj()).Obj(),
 			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonInvalidRequirements,
-				Message:            `consumer "x": requirements "a" and "b" are both mandatory amounts of cpu, but a container has one request and one limit per resource; keep one of them`,
+				Message:            `spec.consumers[0].requirements[1].resource.name: Invalid value: "cpu": two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional`,
 				LastTransitionTime: now},
 		},
 	}

@@ -95,7 +95,7 @@ func TestMisconfiguredIntentsSayWhy(t *testing.T) {
 		"an intent that does not compile": {
 			placement:   base.Clone().Obj(),
 			intent:      broken,
-			wantMessage: `Placement p is misconfigured, so it is not scheduled and keeps its decisions: HardwareFit: HPAIntent web: consumer "web": requirements "cpu" and "more-cpu"`,
+			wantMessage: `Placement p is misconfigured, so it is not scheduled and keeps its decisions: HardwareFit: HPAIntent web: spec.consumers[0].requirements[1].resource.name: Invalid value: "cpu": two mandatory requirements ask for amounts of the same resource`,
 		},
 	}
 	for name, tc := range tests {

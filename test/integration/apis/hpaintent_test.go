@@ -69,6 +69,15 @@ func TestHPAIntentAdmission(t *testing.T) {
 			}(),
 			wantMessage: "set exactly one of resource (an amount to have free on a node) or feature (a node label requirement)",
 		},
+		"two mandatory amounts of one resource": {
+			intent: func() *v1alpha1.HPAIntent {
+				i := fwall()
+				core(i).Requirements = append(core(i).Requirements, v1alpha1.ResourceRequirement{Name: "cpu-again",
+					Resource: &v1alpha1.ResourceAmount{Name: "cpu", Requests: ptr.To(resource.MustParse("1"))}})
+				return i
+			}(),
+			wantMessage: "two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional",
+		},
 		"neither resource nor feature": {
 			intent: func() *v1alpha1.HPAIntent {
 				i := fwall()

@@ -99,16 +99,6 @@ func TestInvalidIntentKeepsDecisions(t *testing.T) {
 		framework.Consistently(t, time.Second, e.decides("moved", cluster(1)))
 	})
 
-	t.Run("two mandatory amounts of one resource", func(t *testing.T) {
-		e := e.in(t)
-		e.createPlacement(onClusters("dup", both...))
-		e.createIntent(oneConsumer("dup", 1, needs4, utiltesting.MakeResource("cpu-again", "cpu").Requests("1").Obj()))
-		in := e.waitIntent("dup", hasCondition(v1alpha1.ConditionValid, metav1.ConditionFalse, hpaintent.ReasonInvalidRequirements))
-		want := `consumer "app": requirements "cpu" and "cpu-again" are both mandatory amounts of cpu, but a container has one request and one limit per resource; keep one of them`
-		if msg := validMessage(in); msg != want {
-			t.Errorf("Valid message %q, want %q", msg, want)
-		}
-	})
 }
 
 func validMessage(in *v1alpha1.HPAIntent) string {

@@ -61,10 +61,6 @@ func fuzzIntent(resName, requests, limits, units string, optional bool, weight i
 // (and hence the CRD, which validation mirrors) compiles into inventory
 // requests, and that the compiled request never fits a node that lacks a
 // mandatory amount: an amount too large to count must not become zero.
-//
-// One rule is the hub's alone: two mandatory amounts of one resource are
-// refused when the intent is resolved (and reported in its Valid
-// condition), not by validation; such intents are skipped.
 func FuzzValidIntentsCompile(f *testing.F) {
 	f.Add("cpu", "2", "4", "", false, int8(0), gpuProduct, "In", "", "A100", "")
 	f.Add("cpu", "1e19", "", "", false, int8(0), gpuProduct, "In", "A100", "", "")
@@ -83,9 +79,6 @@ func FuzzValidIntentsCompile(f *testing.F) {
 		in := fuzzIntent(resName, requests, limits, units, optional, weight, key, op, value, v1, v2)
 		if errs := validation.ValidateHPAIntent(in); len(errs) > 0 {
 			return
-		}
-		if resName == "memory" && !optional {
-			t.Skip("two mandatory amounts of memory: refused by the hub, not by validation")
 		}
 		consumers, err := Compile(in)
 		if err != nil {

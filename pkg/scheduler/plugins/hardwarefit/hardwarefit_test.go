@@ -384,8 +384,8 @@ func TestFilter(t *testing.T) {
 			intents: []*fleetfitv1alpha1.HPAIntent{intent(consumer("web", 1, "1").
 				Requirement(st.MakeResource("more-cpu", "cpu").Requests("2").Obj()))},
 			wantCode: framework.Misconfigured,
-			wantMessage: `HPAIntent app: consumer "web": requirements "cpu" and "more-cpu" are both mandatory amounts of cpu, ` +
-				`but a container has one request and one limit per resource; keep one of them`,
+			wantMessage: `HPAIntent app: spec.consumers[0].requirements[1].resource.name: Invalid value: "cpu": ` +
+				`two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional`,
 		},
 	}
 	for name, tc := range tests {

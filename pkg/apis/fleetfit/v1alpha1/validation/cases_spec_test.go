@@ -100,7 +100,7 @@ func specCases() map[string]validationCase {
 	}
 	tooManyRequirements := consumer("app")
 	for i := range maxRequirements + 1 {
-		tooManyRequirements.Requirement(utiltesting.MakeResource(fmt.Sprintf("r%d", i), "cpu").Requests("1").Obj())
+		tooManyRequirements.Requirement(utiltesting.MakeResource(fmt.Sprintf("r%d", i), fmt.Sprintf("example.com/r%d", i)).Requests("1").Obj())
 	}
 	long := func(n int) string { return strings.Repeat("a", n) }
 
@@ -213,8 +213,16 @@ func specCases() map[string]validationCase {
 			want:   field.ErrorList{field.TooMany(reqs0, 33, 32)},
 		},
 		"requirement names repeat": {
-			intent: intentRequiring(cpu(), utiltesting.MakeResource("mem", "memory").Requests("1Gi").Obj(), cpu()),
-			want:   field.ErrorList{field.Duplicate(reqs0.Index(2).Child("name"), "cpu")},
+			intent: intentRequiring(cpu(), utiltesting.MakeResource("mem", "memory").Requests("1Gi").Obj(),
+				utiltesting.MakeResource("cpu", "ephemeral-storage").Requests("1Gi").Obj()),
+			want: field.ErrorList{field.Duplicate(reqs0.Index(2).Child("name"), "cpu")},
+		},
+		"two mandatory amounts of one resource": {
+			intent: intentRequiring(cpu(), utiltesting.MakeResource("mem", "memory").Requests("1Gi").Obj(), utiltesting.MakeResource("cpu-again", "cpu").Requests("2").Obj()),
+			want:   field.ErrorList{field.Invalid(reqs0.Index(2).Child("resource", "name"), "cpu", msgOneAmountPerResource)},
+		},
+		"a mandatory and an optional amount of one resource": {
+			intent: intentRequiring(cpu(), utiltesting.MakeResource("more-cpu", "cpu").Requests("4").Mandatory(false).Weight(5).Obj()),
 		},
 		"the same requirement name in two consumers": {
 			intent: intentWith(consumer("a").Requirement(cpu()).Obj(), consumer("b").Requirement(cpu()).Obj()).Obj(),

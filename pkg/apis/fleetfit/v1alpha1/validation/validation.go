@@ -43,9 +43,10 @@ var targetKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet
 // Messages of the CRD's CEL rules, word for word. Changing one here without
 // changing the marker in the API types fails the CRD agreement test.
 const (
-	msgContainerRequired = "target.container is required when the consumer has resource requirements: it names the container that gets the requests and limits"
-	msgExclusiveCPU      = "exclusiveCPU needs a mandatory cpu requirement with whole cores and requests equal to limits (Guaranteed QoS), e.g. requests: 4, limits: 4"
-	msgExclusiveMemory   = "exclusiveCPU needs a mandatory memory requirement with requests equal to limits (Guaranteed QoS)"
+	msgOneAmountPerResource = "two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional"
+	msgContainerRequired    = "target.container is required when the consumer has resource requirements: it names the container that gets the requests and limits"
+	msgExclusiveCPU         = "exclusiveCPU needs a mandatory cpu requirement with whole cores and requests equal to limits (Guaranteed QoS), e.g. requests: 4, limits: 4"
+	msgExclusiveMemory      = "exclusiveCPU needs a mandatory memory requirement with requests equal to limits (Guaranteed QoS)"
 )
 
 // ValidateHPAIntent returns every problem with the intent's spec, with paths
@@ -92,6 +93,9 @@ func validateConsumer(c *v1alpha1.ResourceConsumer, path *field.Path) field.Erro
 		hasResource = hasResource || r.Resource != nil
 		errs = append(errs, validateRequirement(r, reqsPath.Index(i))...)
 	}
+	for _, i := range sameMandatoryResource(c.Requirements) {
+		errs = append(errs, field.Invalid(reqsPath.Index(i).Child("resource", "name"), c.Requirements[i].Resource.Name, msgOneAmountPerResource))
+	}
 	errs = append(errs, validateUniqueNames(reqsPath, names)...)
 
 	if hasResource && c.Target.Container == "" {
@@ -101,6 +105,26 @@ func validateConsumer(c *v1alpha1.ResourceConsumer, path *field.Path) field.Erro
 		errs = append(errs, validateExclusiveCPU(c, path.Child("exclusiveCPU"))...)
 	}
 	return errs
+}
+
+// sameMandatoryResource returns the indexes of the mandatory resource
+// requirements that ask for a resource an earlier mandatory one asks for: a
+// container has one request and one limit per resource, so both could never
+// be delivered. (The CRD's rule, which cannot say which, names the list.)
+func sameMandatoryResource(reqs []v1alpha1.ResourceRequirement) []int {
+	seen := map[string]bool{}
+	var again []int
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Resource == nil || !r.IsMandatory() {
+			continue
+		}
+		if seen[r.Resource.Name] {
+			again = append(again, i)
+		}
+		seen[r.Resource.Name] = true
+	}
+	return again
 }
 
 func validateTarget(t *v1alpha1.ConsumerTarget, path *field.Path) field.ErrorList {

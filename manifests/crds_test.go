@@ -1,0 +1,46 @@
+package manifests
+
+import (
+	"testing"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+)
+
+// TestAPIServerAcceptsCRDs validates every CRD as the API server does when it is created,
+// including the estimated cost of its CEL rules, so that a rule too costly for the API server
+// is found by a unit test and not when a fleet is started.
+func TestAPIServerAcceptsCRDs(t *testing.T) {
+	for _, side := range []struct {
+		name string
+		load func() ([]*apiextensionsv1.CustomResourceDefinition, error)
+	}{{"hub", HubCRDs}, {"spoke", SpokeCRDs}} {
+		crds, err := side.load()
+		if err != nil {
+			t.Fatalf("Loading the %s CRDs: %v", side.name, err)
+		}
+		if len(crds) == 0 {
+			t.Fatalf("No %s CRDs", side.name)
+		}
+		for _, crd := range crds {
+			t.Run(crd.Name, func(t *testing.T) {
+				// As the API server prepares a new CRD: defaults, then the stored version.
+				crd = crd.DeepCopy()
+				apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+				internal := &apiextensions.CustomResourceDefinition{}
+				if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, internal, nil); err != nil {
+					t.Fatalf("Converting: %v", err)
+				}
+				for _, v := range internal.Spec.Versions {
+					if v.Storage {
+						internal.Status.StoredVersions = []string{v.Name}
+					}
+				}
+				if errs := validation.ValidateCustomResourceDefinition(t.Context(), internal); len(errs) > 0 {
+					t.Errorf("The API server would refuse %s: %v", crd.Name, errs.ToAggregate())
+				}
+			})
+		}
+	}
+}
