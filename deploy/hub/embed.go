@@ -22,6 +22,12 @@ const ServiceAccountUser = "system:serviceaccount:" + Namespace + ":fleetfit-hub
 //go:embed rbac.yaml
 var RBAC []byte
 
+// Admission is the ValidatingAdmissionPolicy, and its binding, that refuses
+// numbers the hub's Go clients could not decode in the OCM objects they read.
+//
+//go:embed admission.yaml
+var Admission []byte
+
 //go:embed deployment.yaml
 var deployment string
 

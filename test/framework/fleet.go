@@ -15,6 +15,7 @@ import (
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	deployhub "github.com/fleetfit/fleetfit/deploy/hub"
 	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/install"
 )
@@ -30,7 +31,8 @@ type Fleet struct {
 // SpokeName is the managed-cluster name of the i-th spoke: cluster1, cluster2, …
 func SpokeName(i int) string { return fmt.Sprintf("cluster%d", i+1) }
 
-// StartFleet starts a hub and n spokes concurrently and installs their CRDs.
+// StartFleet starts a hub and n spokes concurrently and installs their CRDs, and on the hub the
+// admission policy of deploy/hub.
 // On error, whatever was started is stopped again.
 func StartFleet(ctx context.Context, spokes int, opts Options) (*Fleet, error) {
 	names := []string{"hub"}
@@ -51,6 +53,10 @@ func StartFleet(ctx context.Context, spokes int, opts Options) (*Fleet, error) {
 				var crds []*apiextensionsv1.CustomResourceDefinition
 				if crds, err = load(); err == nil {
 					err = install.ApplyCRDs(ctx, cp.AdminConfig(), crds)
+				}
+				if err == nil && i == 0 {
+					// The hub's admission policy for OCM's objects, as install hub applies it.
+					err = Apply(ctx, cp.AdminConfig(), deployhub.Admission)
 				}
 				if err != nil {
 					err = fmt.Errorf("%s: %w", name, err)

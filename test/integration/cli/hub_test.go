@@ -38,6 +38,8 @@ var hubObjectRefs = []string{
 	"role.rbac.authorization.k8s.io/fleetfit:hub:leader-election",
 	"rolebinding.rbac.authorization.k8s.io/fleetfit:hub:leader-election",
 	"clusterrole.rbac.authorization.k8s.io/fleetfit:hub:metrics-reader",
+	"validatingadmissionpolicy.admissionregistration.k8s.io/fleetfit-ocm-int32-ranges",
+	"validatingadmissionpolicybinding.admissionregistration.k8s.io/fleetfit-ocm-int32-ranges",
 	"deployment.apps/fleetfit-hub",
 	"service/fleetfit-hub",
 }

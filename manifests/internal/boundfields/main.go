@@ -1,11 +1,17 @@
-// Command boundquantities bounds the length of every resource.Quantity in
-// the CRDs that controller-gen writes. The API server estimates the cost of
-// CEL rules from the largest value a field can hold; a quantity is an
-// int-or-string that controller-gen leaves unbounded, which makes any rule
-// that compares requests and limits too expensive to admit. No real quantity
-// needs more than 64 characters.
+// Command boundfields adds the bounds controller-gen leaves out to the CRDs it
+// writes:
 //
-// Usage: go run ./manifests/internal/boundquantities FILE...
+//   - The length of every resource.Quantity. The API server estimates the
+//     cost of CEL rules from the largest value a field can hold; a quantity is
+//     an int-or-string that controller-gen leaves unbounded, which makes any
+//     rule that compares requests and limits too expensive to admit. No real
+//     quantity needs more than 64 characters.
+//   - The range of every int32. The API server does not check the int32
+//     format, so without a maximum it stores replicas: 4294967297, which no
+//     Go client can then decode: one such object would make every list of its
+//     kind fail, and with it the informers of the hub and the agents.
+//
+// Usage: go run ./manifests/internal/boundfields FILE...
 package main
 
 import (
@@ -17,6 +23,12 @@ import (
 )
 
 const maxQuantityLength = 64
+
+// The range of an int32.
+const (
+	minInt32 = -1 << 31
+	maxInt32 = 1<<31 - 1
+)
 
 func main() {
 	for _, path := range os.Args[1:] {
@@ -52,6 +64,16 @@ func walk(s *apiextensionsv1.JSONSchemaProps) {
 	if s.XIntOrString && s.Pattern != "" && s.MaxLength == nil {
 		n := int64(maxQuantityLength)
 		s.MaxLength = &n
+	}
+	if s.Type == "integer" && s.Format == "int32" {
+		if s.Minimum == nil {
+			lo := float64(minInt32)
+			s.Minimum = &lo
+		}
+		if s.Maximum == nil {
+			hi := float64(maxInt32)
+			s.Maximum = &hi
+		}
 	}
 	for k, p := range s.Properties {
 		walk(&p)
