@@ -139,7 +139,7 @@ func TestDecodeRefuses(t *testing.T) {
 		},
 		"replicas that wrap to 1": {
 			in:   intentHead + "    replicas: 4294967297\n    requirements: [{name: r, resource: {name: cpu, requests: '1'}}]",
-			want: `fleet.yaml, document 1: HPAIntent "ml/i" is invalid (the hub's API server would refuse it): spec.consumers[0].replicas: Invalid value: 4294967297: ` + int32Range,
+			want: `fleet.yaml, document 1: HPAIntent "ml/i" is invalid (the hub's API server would refuse it): spec.consumers[0].replicas: Invalid value: 4294967297: spec.consumers[0].replicas in body should be less than or equal to 2147483647`,
 		},
 		"a weight that wraps to 5": {
 			in:   intentHead + "    requirements: [{name: r, mandatory: false, weight: 4294967301, resource: {name: cpu, requests: '1'}}]",
