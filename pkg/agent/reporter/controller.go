@@ -1,4 +1,4 @@
-// Package inventory is the agent's reporter: it follows the managed
+// Package reporter is what the agent reports to the hub: it follows the managed
 // cluster's Nodes and Pods with informers, keeps an inventory.Cluster up to
 // date, and writes what changed to the hub — the cluster's ClusterInventory,
 // its AddOnPlacementScore and the extended resources of its ManagedCluster.
@@ -7,7 +7,7 @@
 // (spec.labelKeys) which node label keys HPAIntents use, and the reporter
 // reports node labels of those keys too, besides its prefixes, from the next
 // report on, saying so in status.reportedLabels.
-package inventory
+package reporter
 
 import (
 	"context"
