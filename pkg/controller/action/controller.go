@@ -23,11 +23,11 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 )
 
 const (
@@ -142,8 +142,8 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 			if !ok1 || !ok2 {
 				return
 			}
-			oldValid, _ := hpaintent.IsValid(old)
-			valid, _ := hpaintent.IsValid(in)
+			oldValid, _ := hpa.IsValid(old)
+			valid, _ := hpa.IsValid(in)
 			if old.Generation != in.Generation || oldValid != valid || !old.DeletionTimestamp.Equal(in.DeletionTimestamp) ||
 				old.Status.ScheduledPlacement != in.Status.ScheduledPlacement {
 				c.enqueue(in)

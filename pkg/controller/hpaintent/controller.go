@@ -1,7 +1,7 @@
 // Package hpaintent is the HPAIntent validation controller. It owns one
 // condition, Valid: True when the intent's Placement exists and the intent
 // resolves (pkg/hpa), False with a message that says what to fix otherwise.
-// The placement and action controllers read the condition (IsValid) instead
+// The placement and action controllers read the condition (hpa.IsValid) instead
 // of repeating the checks, the way cert-manager's controllers talk only
 // through status.
 package hpaintent

@@ -30,36 +30,19 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 )
 
-// Mode says which Placements fleetfit schedules.
-type Mode string
-
-const (
-	// ModeAll makes fleetfit the hub's placement controller: it schedules every Placement
-	// except those with OCM's experimental-scheduling-disable annotation (unless they also
-	// carry the fleetfit.io/scheduler label).
-	ModeAll Mode = "all"
-	// ModeAnnotated lets fleetfit run beside OCM's placement controller: it schedules only
-	// Placements that carry both the disable annotation (so OCM leaves them alone) and the
-	// fleetfit.io/scheduler label.
-	ModeAnnotated Mode = "annotated"
-
-	// SchedulerLabel marks a Placement that fleetfit schedules even though OCM's scheduling is
-	// disabled on it.
-	SchedulerLabel = "fleetfit.io/scheduler"
-)
-
 // Options configure the controller.
 type Options struct {
-	Mode    Mode
+	Mode    placementmode.Mode
 	Workers int
 	Clock   clock.Clock
 	Metrics *Metrics
@@ -133,10 +116,10 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit f
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.Mode == "" {
-		opts.Mode = ModeAll
+		opts.Mode = placementmode.All
 	}
-	if opts.Mode != ModeAll && opts.Mode != ModeAnnotated {
-		return nil, fmt.Errorf("placements mode must be %q or %q, not %q", ModeAll, ModeAnnotated, opts.Mode)
+	if _, err := placementmode.ParseMode(string(opts.Mode)); err != nil {
+		return nil, fmt.Errorf("placements mode %w", err)
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
@@ -241,19 +224,9 @@ func (c *Controller) RegisterFleetMetrics(reg prometheus.Registerer) error {
 	}))
 }
 
-// Handles reports whether fleetfit schedules the placement in this mode.
+// Handles reports whether fleetfit schedules the placement in the controller's mode.
 func (c *Controller) Handles(p *clusterv1beta1.Placement) bool {
-	return Handles(c.opts.Mode, p)
-}
-
-// Handles reports whether fleetfit schedules the placement in the given mode.
-func Handles(mode Mode, p *clusterv1beta1.Placement) bool {
-	disabled := p.Annotations[clusterv1beta1.PlacementDisableAnnotation] == "true"
-	_, labelled := p.Labels[SchedulerLabel]
-	if disabled {
-		return labelled
-	}
-	return mode == ModeAll
+	return c.opts.Mode.Handles(p)
 }
 
 func (c *Controller) enqueue(p *clusterv1beta1.Placement) {
@@ -537,8 +510,8 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 				return
 			}
 			// A new spec, or a new verdict of the validation controller (a status change).
-			oldValid, oldKnown := hpaintent.IsValid(old)
-			valid, known := hpaintent.IsValid(in)
+			oldValid, oldKnown := hpa.IsValid(old)
+			valid, known := hpa.IsValid(in)
 			if old.Generation != in.Generation || oldValid != valid || oldKnown != known {
 				onIntent(in)
 			}

@@ -22,7 +22,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
@@ -54,7 +54,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	for _, in := range intents {
 		// A broken intent stops scheduling, and the decisions stay as they are: better the
 		// last good placement than one computed without the intent's requirements.
-		valid, known := hpaintent.IsValid(in)
+		valid, known := hpa.IsValid(in)
 		if !known {
 			logger.V(2).Info("Waiting for the HPAIntent to be validated", "hpaIntent", klog.KObj(in))
 			return nil // its validation requeues the placement
@@ -245,20 +245,13 @@ func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1
 		// An intent that last shaped this placement and now names one that does not exist
 		// (a typo) still counts, as an invalid intent: the placement keeps its decisions. So
 		// does one whose new reference is not validated yet: the placement waits for it.
-		_, known := hpaintent.IsValid(in)
-		if in.Spec.PlacementRef.Name == p.Name || (in.Status.ScheduledPlacement == p.Name && (placementMissing(in) || !known)) {
+		_, known := hpa.IsValid(in)
+		if in.Spec.PlacementRef.Name == p.Name || (in.Status.ScheduledPlacement == p.Name && (hpa.PlacementMissing(in) || !known)) {
 			out = append(out, in)
 		}
 	}
 	slices.SortFunc(out, func(a, b *fleetfitv1alpha1.HPAIntent) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// placementMissing reports whether the validation controller found the intent's Placement
-// missing.
-func placementMissing(in *fleetfitv1alpha1.HPAIntent) bool {
-	c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionValid)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == hpaintent.ReasonPlacementNotFound
 }
 
 func (c *Controller) existingDecisions(p *clusterv1beta1.Placement) (map[string]*clusterv1beta1.PlacementDecision, error) {
