@@ -229,18 +229,16 @@ func sayFilesLackInventory(res *Result) {
 }
 
 // intentsOf returns the valid intents of p (pointers into all, so their status can be updated
-// in place), or why the placement is not scheduled: an intent of it is invalid.
+// in place), or why the placement is not scheduled: an intent of it is invalid. A simulation
+// schedules each placement as on the hub's first pass, so the placements the intents shaped
+// before (status.scheduledPlacement) do not count.
 func intentsOf(p *clusterv1beta1.Placement, all []*fleetfitv1alpha1.HPAIntent) ([]*fleetfitv1alpha1.HPAIntent, string) {
-	var mine []*fleetfitv1alpha1.HPAIntent
-	for _, in := range all {
-		if in.Namespace != p.Namespace || in.Spec.PlacementRef.Name != p.Name {
-			continue
-		}
+	mine := hpa.IntentsOf(p.Namespace, p.Name, all, false)
+	for _, in := range mine {
 		if valid, _ := hpa.IsValid(in); !valid {
 			c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionValid)
 			return nil, fmt.Sprintf("HPAIntent %s is invalid, so the placement keeps its decisions: %s", in.Name, c.Message)
 		}
-		mine = append(mine, in)
 	}
 	return mine, ""
 }

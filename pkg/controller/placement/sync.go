@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -235,23 +234,11 @@ func conditionMessage(st *framework.Status) string {
 	return textcap.Truncate(fmt.Sprintf("%s:%s", st.Plugin(), st.Message()), textcap.MaxMessage)
 }
 
+// intentsFor returns the intents that shape p, following what each intent last shaped (see
+// hpa.IntentsOf).
 func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1.HPAIntent {
 	all, _ := c.intents.HPAIntents(p.Namespace).List(labels.Everything())
-	var out []*fleetfitv1alpha1.HPAIntent
-	for _, in := range all {
-		if !in.DeletionTimestamp.IsZero() {
-			continue
-		}
-		// An intent that last shaped this placement and now names one that does not exist
-		// (a typo) still counts, as an invalid intent: the placement keeps its decisions. So
-		// does one whose new reference is not validated yet: the placement waits for it.
-		_, known := hpa.IsValid(in)
-		if in.Spec.PlacementRef.Name == p.Name || (in.Status.ScheduledPlacement == p.Name && (hpa.PlacementMissing(in) || !known)) {
-			out = append(out, in)
-		}
-	}
-	slices.SortFunc(out, func(a, b *fleetfitv1alpha1.HPAIntent) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return hpa.IntentsOf(p.Namespace, p.Name, all, true)
 }
 
 func (c *Controller) existingDecisions(p *clusterv1beta1.Placement) (map[string]*clusterv1beta1.PlacementDecision, error) {
