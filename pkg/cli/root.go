@@ -11,11 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
-	"github.com/fleetfit/fleetfit/pkg/cli/explain"
-	"github.com/fleetfit/fleetfit/pkg/cli/get"
-	"github.com/fleetfit/fleetfit/pkg/cli/install"
+	"github.com/fleetfit/fleetfit/pkg/cli/explaincmd"
+	"github.com/fleetfit/fleetfit/pkg/cli/getcmd"
+	"github.com/fleetfit/fleetfit/pkg/cli/installcmd"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
-	"github.com/fleetfit/fleetfit/pkg/cli/simulate"
+	"github.com/fleetfit/fleetfit/pkg/cli/simulatecmd"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
@@ -31,10 +31,10 @@ func NewCommand() *cobra.Command {
 	flags := clientopts.New()
 	flags.AddFlags(c.PersistentFlags())
 	c.AddCommand(
-		get.NewCommand(flags),
-		explain.NewCommand(flags),
-		simulate.NewCommand(flags),
-		install.NewCommand(flags),
+		getcmd.NewCommand(flags),
+		explaincmd.NewCommand(flags),
+		simulatecmd.NewCommand(flags),
+		installcmd.NewCommand(flags),
 		newVersionCommand(),
 	)
 	cmd.AddLogFlags(c)

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	deployhub "github.com/fleetfit/fleetfit/deploy/hub"
-	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
 
@@ -50,14 +50,14 @@ type HubOptions struct {
 	// Image is fleetfit's image; the hub runs its entrypoint, fleetfit-hub.
 	Image string
 	// Placements is fleetfit-hub's --placements: which Placements it
-	// schedules (placement.ModeAll or placement.ModeAnnotated).
-	Placements placement.Mode
+	// schedules (placementmode.All or placementmode.Annotated).
+	Placements placementmode.Mode
 }
 
 // Validate checks the options.
 func (o HubOptions) Validate() error {
-	if o.Placements != placement.ModeAll && o.Placements != placement.ModeAnnotated {
-		return fmt.Errorf("placements must be %q or %q, not %q", placement.ModeAll, placement.ModeAnnotated, o.Placements)
+	if _, err := placementmode.ParseMode(string(o.Placements)); err != nil {
+		return fmt.Errorf("placements %w", err)
 	}
 	return ValidateImage(o.Image)
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
-	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 )
 
 func TestDefaultImage(t *testing.T) {
@@ -47,15 +47,15 @@ func TestHubObjects(t *testing.T) {
 		wantErr  string
 	}{
 		"all": {
-			opts:     HubOptions{Image: "r/f:1", Placements: placement.ModeAll},
+			opts:     HubOptions{Image: "r/f:1", Placements: placementmode.All},
 			wantArgs: []any{"--placements=all", "--secure-port=9443", "--cert-dir=/tmp/serving-certs"},
 		},
 		"annotated": {
-			opts:     HubOptions{Image: "r/f:1", Placements: placement.ModeAnnotated},
+			opts:     HubOptions{Image: "r/f:1", Placements: placementmode.Annotated},
 			wantArgs: []any{"--placements=annotated", "--secure-port=9443", "--cert-dir=/tmp/serving-certs"},
 		},
 		"unknown mode": {opts: HubOptions{Image: "r/f:1", Placements: "some"}, wantErr: `placements must be "all" or "annotated", not "some"`},
-		"no image":     {opts: HubOptions{Placements: placement.ModeAll}, wantErr: "the image must not be empty"},
+		"no image":     {opts: HubOptions{Placements: placementmode.All}, wantErr: "the image must not be empty"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := HubObjects(tc.opts)

@@ -19,6 +19,8 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
@@ -33,8 +35,8 @@ type Options struct {
 	// Now is the time the fleet is scheduled at (inventory freshness, score validity,
 	// toleration expiry).
 	Now time.Time
-	// Mode says which Placements the hub would schedule (default placement.ModeAll).
-	Mode placement.Mode
+	// Mode says which Placements the hub would schedule (default placementmode.All).
+	Mode placementmode.Mode
 	// Only, when not empty, schedules only these placements ("namespace/name"); the others
 	// keep the decisions the fleet holds.
 	Only []string
@@ -74,7 +76,7 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("the fleet holds Nodes or Pods: build its inventories first")
 	}
 	if opts.Mode == "" {
-		opts.Mode = placement.ModeAll
+		opts.Mode = placementmode.All
 	}
 	now := opts.Now
 	c := cache.New()
@@ -133,8 +135,8 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		}
 		mine, skipped := intentsOf(p, intents)
 		switch {
-		case !placement.Handles(opts.Mode, p):
-			r.Skipped = fmt.Sprintf("OCM's %s annotation is set and the %s label is not: the hub leaves it to OCM", clusterv1beta1.PlacementDisableAnnotation, placement.SchedulerLabel)
+		case !opts.Mode.Handles(p):
+			r.Skipped = fmt.Sprintf("OCM's %s annotation is set and the %s label is not: the hub leaves it to OCM", clusterv1beta1.PlacementDisableAnnotation, placementmode.SchedulerLabel)
 		case skipped != "":
 			r.Skipped = skipped
 		}
@@ -227,18 +229,16 @@ func sayFilesLackInventory(res *Result) {
 }
 
 // intentsOf returns the valid intents of p (pointers into all, so their status can be updated
-// in place), or why the placement is not scheduled: an intent of it is invalid.
+// in place), or why the placement is not scheduled: an intent of it is invalid. A simulation
+// schedules each placement as on the hub's first pass, so the placements the intents shaped
+// before (status.scheduledPlacement) do not count.
 func intentsOf(p *clusterv1beta1.Placement, all []*fleetfitv1alpha1.HPAIntent) ([]*fleetfitv1alpha1.HPAIntent, string) {
-	var mine []*fleetfitv1alpha1.HPAIntent
-	for _, in := range all {
-		if in.Namespace != p.Namespace || in.Spec.PlacementRef.Name != p.Name {
-			continue
-		}
-		if valid, _ := hpaintent.IsValid(in); !valid {
+	mine := hpa.IntentsOf(p.Namespace, p.Name, all, false)
+	for _, in := range mine {
+		if valid, _ := hpa.IsValid(in); !valid {
 			c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionValid)
 			return nil, fmt.Sprintf("HPAIntent %s is invalid, so the placement keeps its decisions: %s", in.Name, c.Message)
 		}
-		mine = append(mine, in)
 	}
 	return mine, ""
 }

@@ -11,7 +11,7 @@ import (
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
-	agentinventory "github.com/fleetfit/fleetfit/pkg/agent/inventory"
+	"github.com/fleetfit/fleetfit/pkg/agent/reporter"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 )
@@ -71,11 +71,11 @@ func StartAgent(ctx context.Context, hub, spoke *ControlPlane, cluster string, m
 	if err != nil {
 		return nil, err
 	}
-	c, err := agentinventory.New(agentinventory.Clients{
+	c, err := reporter.New(reporter.Clients{
 		Spoke:      kubernetes.NewForConfigOrDie(spokeCfg),
 		Hub:        fleetfitclient.NewForConfigOrDie(hubCfg),
 		HubCluster: clusterclient.NewForConfigOrDie(hubCfg),
-	}, agentinventory.Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval})
+	}, reporter.Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval})
 	if err != nil {
 		return nil, err
 	}

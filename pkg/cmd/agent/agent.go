@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
-	agentinventory "github.com/fleetfit/fleetfit/pkg/agent/inventory"
+	"github.com/fleetfit/fleetfit/pkg/agent/reporter"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -37,7 +37,7 @@ type Options struct {
 func NewCommand() *cobra.Command {
 	o := &Options{
 		FeaturePrefixes: slices.Clone(inventory.DefaultFeatureLabelPrefixes),
-		MinInterval:     agentinventory.DefaultMinInterval,
+		MinInterval:     reporter.DefaultMinInterval,
 	}
 	c := &cobra.Command{
 		Use:           "fleetfit-agent",
@@ -122,12 +122,12 @@ func (o *Options) Run(ctx context.Context) error {
 
 	cfg := inventory.DefaultConfig()
 	cfg.FeatureLabelPrefixes = o.FeaturePrefixes
-	reporter, err := agentinventory.New(
-		agentinventory.Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster},
-		agentinventory.Options{ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval},
+	r, err := reporter.New(
+		reporter.Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster},
+		reporter.Options{ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval},
 	)
 	if err != nil {
 		return err
 	}
-	return reporter.Run(ctx)
+	return r.Run(ctx)
 }

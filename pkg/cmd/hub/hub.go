@@ -40,6 +40,7 @@ import (
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitscheme "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/scheme"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
@@ -81,7 +82,7 @@ func NewOptions() *Options {
 		ns = "fleetfit-system"
 	}
 	return &Options{
-		Placements:           string(placement.ModeAll),
+		Placements:           string(placementmode.All),
 		Workers:              4,
 		InventoryStaleAfter:  framework.InventoryStaleAfter,
 		StartupGrace:         time.Minute,
@@ -115,7 +116,7 @@ func NewCommand() *cobra.Command {
 	}
 	fs := c.Flags()
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
-	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placement.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
+	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placementmode.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently")
 	fs.DurationVar(&o.InventoryStaleAfter, "inventory-stale-after", o.InventoryStaleAfter, "how old a cluster's ClusterInventory may be and still make the cluster eligible for new decisions; clusters it already decides keep them however old it is")
 	fs.DurationVar(&o.StartupGrace, "startup-grace", o.StartupGrace, "after a start or a leader change, how long to wait before reconsidering, of the hub's own accord, the placements that already decide clusters, so that agents whose reports failed meanwhile (they retry at least every minute) can report first; new placements and any change are handled at once")
@@ -135,8 +136,8 @@ func NewCommand() *cobra.Command {
 
 // Validate checks the options.
 func (o *Options) Validate() error {
-	if m := placement.Mode(o.Placements); m != placement.ModeAll && m != placement.ModeAnnotated {
-		return fmt.Errorf("--placements must be %q or %q, not %q", placement.ModeAll, placement.ModeAnnotated, o.Placements)
+	if _, err := placementmode.ParseMode(o.Placements); err != nil {
+		return fmt.Errorf("--placements %w", err)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
@@ -215,7 +216,7 @@ func (o *Options) Run(ctx context.Context) error {
 	schedCache := cache.New()
 	schedCache.SetInventoryStaleAfter(o.InventoryStaleAfter)
 	ctrl, err := placement.New(placement.Clients{Cluster: clusterClient, Fleetfit: fleetfitClient, Recorder: recorder}, ocmInformers, fleetfitInformers, sched, schedCache, placement.Options{
-		Mode: placement.Mode(o.Placements), Workers: o.Workers, Metrics: metrics, StartupGrace: o.StartupGrace,
+		Mode: placementmode.Mode(o.Placements), Workers: o.Workers, Metrics: metrics, StartupGrace: o.StartupGrace,
 	})
 	if err != nil {
 		return err

@@ -23,11 +23,12 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/controller/handler"
 	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 )
 
 const (
@@ -130,46 +131,23 @@ func (c *Controller) enqueue(in *fleetfitv1alpha1.HPAIntent) {
 }
 
 func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
-				c.enqueue(in)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*fleetfitv1alpha1.HPAIntent)
-			in, ok2 := newObj.(*fleetfitv1alpha1.HPAIntent)
-			if !ok1 || !ok2 {
-				return
-			}
-			oldValid, _ := hpaintent.IsValid(old)
-			valid, _ := hpaintent.IsValid(in)
+	return handler.Funcs[*fleetfitv1alpha1.HPAIntent]{
+		Add: c.enqueue,
+		Update: func(old, in *fleetfitv1alpha1.HPAIntent) {
+			oldValid, _ := hpa.IsValid(old)
+			valid, _ := hpa.IsValid(in)
 			if old.Generation != in.Generation || oldValid != valid || !old.DeletionTimestamp.Equal(in.DeletionTimestamp) ||
 				old.Status.ScheduledPlacement != in.Status.ScheduledPlacement {
 				c.enqueue(in)
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
-				c.enqueue(in)
-			}
-		},
+		Delete: c.enqueue,
 	}
 }
 
 // decisionHandler requeues the intents of the placement whose decisions changed.
 func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
-	onDecision := func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		d, ok := obj.(*clusterv1beta1.PlacementDecision)
-		if !ok {
-			return
-		}
+	onDecision := func(d *clusterv1beta1.PlacementDecision) {
 		placement := d.Labels[clusterv1beta1.PlacementLabel]
 		intents, _ := c.intents.HPAIntents(d.Namespace).List(labels.Everything())
 		for _, in := range intents {
@@ -178,43 +156,32 @@ func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
 			}
 		}
 	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: onDecision,
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*clusterv1beta1.PlacementDecision)
-			d, ok2 := newObj.(*clusterv1beta1.PlacementDecision)
-			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, d.Status) {
+	return handler.Funcs[*clusterv1beta1.PlacementDecision]{
+		Add: onDecision,
+		Update: func(old, d *clusterv1beta1.PlacementDecision) {
+			if !equality.Semantic.DeepEqual(old.Status, d.Status) {
 				onDecision(d)
 			}
 		},
-		DeleteFunc: onDecision,
+		Delete: onDecision,
 	}
 }
 
 // workHandler requeues the intent a ManifestWork delivers when its status changes.
 func (c *Controller) workHandler() toolscache.ResourceEventHandler {
-	onWork := func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		w, ok := obj.(*workv1.ManifestWork)
-		if !ok {
-			return
-		}
+	onWork := func(w *workv1.ManifestWork) {
 		ns, name := w.Labels[LabelIntentNamespace], w.Labels[LabelIntentName]
 		if ns != "" && name != "" {
 			c.queue.Add(ns + "/" + name)
 		}
 	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: onWork,
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*workv1.ManifestWork)
-			w, ok2 := newObj.(*workv1.ManifestWork)
-			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, w.Status) {
+	return handler.Funcs[*workv1.ManifestWork]{
+		Add: onWork,
+		Update: func(old, w *workv1.ManifestWork) {
+			if !equality.Semantic.DeepEqual(old.Status, w.Status) {
 				onWork(w)
 			}
 		},
-		DeleteFunc: onWork,
+		Delete: onWork,
 	}
 }

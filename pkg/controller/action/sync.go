@@ -23,7 +23,6 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -62,7 +61,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.removeFinalizer(ctx, in)
 	}
 	// A broken intent keeps what was delivered: its Valid condition says what to fix.
-	if valid, known := hpaintent.IsValid(in); !valid || !known {
+	if valid, known := hpa.IsValid(in); !valid || !known {
 		return nil
 	}
 	// Until its placement has been scheduled with it, the placement's decisions were made

@@ -1,7 +1,7 @@
 // Package hpaintent is the HPAIntent validation controller. It owns one
 // condition, Valid: True when the intent's Placement exists and the intent
 // resolves (pkg/hpa), False with a message that says what to fix otherwise.
-// The placement and action controllers read the condition (IsValid) instead
+// The placement and action controllers read the condition (hpa.IsValid) instead
 // of repeating the checks, the way cert-manager's controllers talk only
 // through status.
 package hpaintent
@@ -9,7 +9,6 @@ package hpaintent
 import (
 	"context"
 	"fmt"
-	"github.com/fleetfit/fleetfit/pkg/delivery"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +22,9 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/handler"
 	"github.com/fleetfit/fleetfit/pkg/controller/workers"
+	"github.com/fleetfit/fleetfit/pkg/delivery"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
@@ -126,18 +127,9 @@ func (c *Controller) enqueue(in *v1alpha1.HPAIntent) {
 }
 
 func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if in, ok := obj.(*v1alpha1.HPAIntent); ok {
-				c.enqueue(in)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*v1alpha1.HPAIntent)
-			in, ok2 := newObj.(*v1alpha1.HPAIntent)
-			if !ok1 || !ok2 {
-				return
-			}
+	return handler.Funcs[*v1alpha1.HPAIntent]{
+		Add: c.enqueue,
+		Update: func(old, in *v1alpha1.HPAIntent) {
 			// A spec change needs a new verdict; a Valid condition changed by
 			// someone else is put back. Other controllers' status writes are
 			// none of our business.
@@ -153,14 +145,7 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 // placementHandler revalidates the intents that refer to a Placement when it
 // appears or goes away; its spec does not matter to validity.
 func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
-	onPlacement := func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		p, ok := obj.(*clusterv1beta1.Placement)
-		if !ok {
-			return
-		}
+	onPlacement := func(p *clusterv1beta1.Placement) {
 		objs, err := c.indexer.ByIndex(byPlacement, p.Namespace+"/"+p.Name)
 		if err != nil {
 			return
@@ -171,5 +156,5 @@ func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
 			}
 		}
 	}
-	return toolscache.ResourceEventHandlerFuncs{AddFunc: onPlacement, DeleteFunc: onPlacement}
+	return handler.Funcs[*clusterv1beta1.Placement]{Add: onPlacement, Delete: onPlacement}
 }

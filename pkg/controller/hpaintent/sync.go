@@ -24,7 +24,6 @@ import (
 const (
 	ReasonValid               = "Valid"
 	ReasonManifestNotAllowed  = "ManifestNotAllowed"
-	ReasonPlacementNotFound   = "PlacementNotFound"
 	ReasonInvalidWorkload     = string(hpa.ReasonInvalidWorkload)
 	ReasonInvalidRequirements = string(hpa.ReasonInvalidRequirements)
 )
@@ -59,7 +58,7 @@ func deliverable(v validator, in *v1alpha1.HPAIntent) (string, string, bool) {
 func placementExists(v validator, in *v1alpha1.HPAIntent) (string, string, bool) {
 	name := in.Spec.PlacementRef.Name
 	if _, err := v.placements.Placements(in.Namespace).Get(name); apierrors.IsNotFound(err) {
-		return ReasonPlacementNotFound, fmt.Sprintf("Placement %q not found in namespace %q: create it or fix spec.placementRef.name", name, in.Namespace), false
+		return hpa.ReasonPlacementNotFound, fmt.Sprintf("Placement %q not found in namespace %q: create it or fix spec.placementRef.name", name, in.Namespace), false
 	}
 	return "", "", true
 }
@@ -157,17 +156,4 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.recorder.Eventf(in, nil, corev1.EventTypeNormal, ReasonValid, "Validate", "%s", cond.Message)
 	}
 	return nil
-}
-
-// IsValid reports what the Valid condition says about the intent's current
-// generation: known is false while the controller has not judged that
-// generation yet, and valid is then false too. A caller that waits for the
-// verdict must watch for changes of the Valid condition, not only of the
-// intent's generation: writing the condition does not change the generation.
-func IsValid(in *v1alpha1.HPAIntent) (valid, known bool) {
-	cond := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionValid)
-	if cond == nil || cond.ObservedGeneration != in.Generation || cond.Status == metav1.ConditionUnknown {
-		return false, false
-	}
-	return cond.Status == metav1.ConditionTrue, true
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -71,7 +72,7 @@ func TestValidCondition(t *testing.T) {
 		"placement missing": {
 			placements: []string{"other"},
 			intent:     withGeneration(utiltesting.FwallHPAIntent(ns).Obj()),
-			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonPlacementNotFound,
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: hpa.ReasonPlacementNotFound,
 				Message:            `Placement "fwall" not found in namespace "apps": create it or fix spec.placementRef.name`,
 				ObservedGeneration: 3, LastTransitionTime: now},
 		},
@@ -84,7 +85,7 @@ func TestValidCondition(t *testing.T) {
 		},
 		"both: the placement gives the reason, the message has all": {
 			intent: withGeneration(fwallMissingContainer().Obj()),
-			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonPlacementNotFound,
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: hpa.ReasonPlacementNotFound,
 				Message: `Placement "fwall" not found in namespace "apps": create it or fix spec.placementRef.name; ` +
 					`consumer "core-fwall": target StatefulSet core-fwall has no container "palo-alto-e3000" (containers: fw); set target.container to one of them`,
 				ObservedGeneration: 3, LastTransitionTime: now},
@@ -118,33 +119,6 @@ func TestValidCondition(t *testing.T) {
 			got := ValidCondition(placementLister(t, tc.placements...), nil, tc.intent, now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("condition (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestIsValid(t *testing.T) {
-	cond := func(status metav1.ConditionStatus, generation int64) metav1.Condition {
-		return metav1.Condition{Type: v1alpha1.ConditionValid, Status: status, Reason: "R", ObservedGeneration: generation}
-	}
-	cases := map[string]struct {
-		conditions  []metav1.Condition
-		valid, know bool
-	}{
-		"no condition":             {},
-		"condition of an old spec": {conditions: []metav1.Condition{cond(metav1.ConditionTrue, 1)}},
-		"unknown":                  {conditions: []metav1.Condition{cond(metav1.ConditionUnknown, 2)}},
-		"valid":                    {conditions: []metav1.Condition{cond(metav1.ConditionTrue, 2)}, valid: true, know: true},
-		"invalid":                  {conditions: []metav1.Condition{cond(metav1.ConditionFalse, 2)}, know: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			in := utiltesting.FwallHPAIntent(ns).Obj()
-			in.Generation = 2
-			in.Status.Conditions = tc.conditions
-			valid, known := IsValid(in)
-			if valid != tc.valid || known != tc.know {
-				t.Errorf("IsValid = (%v, %v), want (%v, %v)", valid, known, tc.valid, tc.know)
 			}
 		})
 	}
@@ -190,7 +164,7 @@ func TestSync(t *testing.T) {
 	}
 
 	got := syncWith(in)
-	if valid, known := IsValid(got); valid || !known {
+	if valid, known := hpa.IsValid(got); valid || !known {
 		t.Errorf("after the first sync IsValid = (%v, %v), want (false, true)", valid, known)
 	}
 	if e, want := nextEvent(), `Warning InvalidWorkload consumer "core-fwall": target StatefulSet core-fwall has no container "palo-alto-e3000" (containers: fw); set target.container to one of them`; e != want {
@@ -216,7 +190,7 @@ func TestSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = syncWith(fixed)
-	if valid, known := IsValid(got); !valid || !known {
+	if valid, known := hpa.IsValid(got); !valid || !known {
 		t.Errorf("after the fix IsValid = (%v, %v), want (true, true)", valid, known)
 	}
 	want := metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionTrue, Reason: ReasonValid,

@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/handler"
 	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
@@ -101,35 +102,33 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.queue.Add(recomputeKey) },
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*v1alpha1.HPAIntent)
-			in, ok2 := newObj.(*v1alpha1.HPAIntent)
+	recompute := func(*v1alpha1.HPAIntent) { c.queue.Add(recomputeKey) }
+	return handler.Funcs[*v1alpha1.HPAIntent]{
+		Add: recompute,
+		Update: func(old, in *v1alpha1.HPAIntent) {
 			// Status writes, the most frequent updates, cannot change the keys.
-			if ok1 && ok2 && old.Generation != in.Generation {
+			if old.Generation != in.Generation {
 				c.queue.Add(recomputeKey)
 			}
 		},
-		DeleteFunc: func(any) { c.queue.Add(recomputeKey) },
+		Delete: recompute,
 	}
 }
 
 // inventoryHandler queues an inventory only when its spec differs from the keys: agents
 // rewrite their status every few minutes, and 10,000 of them must not keep the queue busy.
 func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
-	onInventory := func(obj any) {
-		inv, ok := obj.(*v1alpha1.ClusterInventory)
-		if !ok || !cache.InventoryName(inv) {
+	onInventory := func(inv *v1alpha1.ClusterInventory) {
+		if !cache.InventoryName(inv) {
 			return
 		}
 		if keys, computed := c.wanted(); computed && !slices.Equal(inv.Spec.LabelKeys, keys) {
 			c.queue.Add(inv.Namespace + "/" + inv.Name)
 		}
 	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    onInventory,
-		UpdateFunc: func(_, obj any) { onInventory(obj) },
+	return handler.Funcs[*v1alpha1.ClusterInventory]{
+		Add:    onInventory,
+		Update: func(_, inv *v1alpha1.ClusterInventory) { onInventory(inv) },
 	}
 }
 

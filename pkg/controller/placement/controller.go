@@ -30,36 +30,20 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/controller/handler"
 	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 )
 
-// Mode says which Placements fleetfit schedules.
-type Mode string
-
-const (
-	// ModeAll makes fleetfit the hub's placement controller: it schedules every Placement
-	// except those with OCM's experimental-scheduling-disable annotation (unless they also
-	// carry the fleetfit.io/scheduler label).
-	ModeAll Mode = "all"
-	// ModeAnnotated lets fleetfit run beside OCM's placement controller: it schedules only
-	// Placements that carry both the disable annotation (so OCM leaves them alone) and the
-	// fleetfit.io/scheduler label.
-	ModeAnnotated Mode = "annotated"
-
-	// SchedulerLabel marks a Placement that fleetfit schedules even though OCM's scheduling is
-	// disabled on it.
-	SchedulerLabel = "fleetfit.io/scheduler"
-)
-
 // Options configure the controller.
 type Options struct {
-	Mode    Mode
+	Mode    placementmode.Mode
 	Workers int
 	Clock   clock.Clock
 	Metrics *Metrics
@@ -133,10 +117,10 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit f
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.Mode == "" {
-		opts.Mode = ModeAll
+		opts.Mode = placementmode.All
 	}
-	if opts.Mode != ModeAll && opts.Mode != ModeAnnotated {
-		return nil, fmt.Errorf("placements mode must be %q or %q, not %q", ModeAll, ModeAnnotated, opts.Mode)
+	if _, err := placementmode.ParseMode(string(opts.Mode)); err != nil {
+		return nil, fmt.Errorf("placements mode %w", err)
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
@@ -241,19 +225,9 @@ func (c *Controller) RegisterFleetMetrics(reg prometheus.Registerer) error {
 	}))
 }
 
-// Handles reports whether fleetfit schedules the placement in this mode.
+// Handles reports whether fleetfit schedules the placement in the controller's mode.
 func (c *Controller) Handles(p *clusterv1beta1.Placement) bool {
-	return Handles(c.opts.Mode, p)
-}
-
-// Handles reports whether fleetfit schedules the placement in the given mode.
-func Handles(mode Mode, p *clusterv1beta1.Placement) bool {
-	disabled := p.Annotations[clusterv1beta1.PlacementDisableAnnotation] == "true"
-	_, labelled := p.Labels[SchedulerLabel]
-	if disabled {
-		return labelled
-	}
-	return mode == ModeAll
+	return c.opts.Mode.Handles(p)
 }
 
 func (c *Controller) enqueue(p *clusterv1beta1.Placement) {
@@ -263,21 +237,14 @@ func (c *Controller) enqueue(p *clusterv1beta1.Placement) {
 }
 
 func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if p, ok := obj.(*clusterv1beta1.Placement); ok {
-				if c.started.Load() {
-					c.firstSeen.Store(p.Namespace+"/"+p.Name, c.opts.Clock.Now())
-				}
-				c.enqueue(p)
+	return handler.Funcs[*clusterv1beta1.Placement]{
+		Add: func(p *clusterv1beta1.Placement) {
+			if c.started.Load() {
+				c.firstSeen.Store(p.Namespace+"/"+p.Name, c.opts.Clock.Now())
 			}
+			c.enqueue(p)
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*clusterv1beta1.Placement)
-			p, ok2 := newObj.(*clusterv1beta1.Placement)
-			if !ok1 || !ok2 {
-				return
-			}
+		Update: func(old, p *clusterv1beta1.Placement) {
 			// Our own status writes come back as updates; only spec and metadata matter.
 			if old.Generation == p.Generation && equality.Semantic.DeepEqual(old.Labels, p.Labels) &&
 				equality.Semantic.DeepEqual(old.Annotations, p.Annotations) && old.DeletionTimestamp.Equal(p.DeletionTimestamp) {
@@ -285,15 +252,10 @@ func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
 			}
 			c.enqueue(p)
 		},
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if p, ok := obj.(*clusterv1beta1.Placement); ok {
-				c.firstSeen.Delete(p.Namespace + "/" + p.Name)
-				c.scoreWrites.Delete(p.Namespace + "/" + p.Name)
-				c.statusWrites.forget(p.Namespace + "/" + p.Name)
-			}
+		Delete: func(p *clusterv1beta1.Placement) {
+			c.firstSeen.Delete(p.Namespace + "/" + p.Name)
+			c.scoreWrites.Delete(p.Namespace + "/" + p.Name)
+			c.statusWrites.forget(p.Namespace + "/" + p.Name)
 		},
 	}
 }
@@ -308,18 +270,9 @@ func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
 			c.enqueue(p)
 		}
 	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if d, ok := obj.(*clusterv1beta1.PlacementDecision); ok {
-				c.cache.UpsertDecision(d)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*clusterv1beta1.PlacementDecision)
-			d, ok2 := newObj.(*clusterv1beta1.PlacementDecision)
-			if !ok1 || !ok2 {
-				return
-			}
+	return handler.Funcs[*clusterv1beta1.PlacementDecision]{
+		Add: c.cache.UpsertDecision,
+		Update: func(old, d *clusterv1beta1.PlacementDecision) {
 			c.cache.UpsertDecision(d)
 			// Someone else changed a decision we own: schedule again to repair it. The event of
 			// our own last write needs nothing.
@@ -330,15 +283,10 @@ func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
 				owner(d)
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if d, ok := obj.(*clusterv1beta1.PlacementDecision); ok {
-				c.cache.DeleteDecision(d.Namespace, d.Name)
-				c.decisionWrites.forget(d.Namespace + "/" + d.Name)
-				owner(d)
-			}
+		Delete: func(d *clusterv1beta1.PlacementDecision) {
+			c.cache.DeleteDecision(d.Namespace, d.Name)
+			c.decisionWrites.forget(d.Namespace + "/" + d.Name)
+			owner(d)
 		},
 	}
 }
@@ -357,19 +305,12 @@ func schedulingRelevant(old, cur *clusterv1.ManagedCluster) bool {
 }
 
 func (c *Controller) clusterHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if cl, ok := obj.(*clusterv1.ManagedCluster); ok {
-				c.cache.UpsertCluster(cl)
-				c.enqueueForClusters(cl.Name, mayMatchCluster(cl), cl)
-			}
+	return handler.Funcs[*clusterv1.ManagedCluster]{
+		Add: func(cl *clusterv1.ManagedCluster) {
+			c.cache.UpsertCluster(cl)
+			c.enqueueForClusters(cl.Name, mayMatchCluster(cl), cl)
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*clusterv1.ManagedCluster)
-			cl, ok2 := newObj.(*clusterv1.ManagedCluster)
-			if !ok1 || !ok2 {
-				return
-			}
+		Update: func(old, cl *clusterv1.ManagedCluster) {
 			c.cache.UpsertCluster(cl)
 			if schedulingRelevant(old, cl) {
 				c.enqueueForClusters(cl.Name, func(p *clusterv1beta1.Placement) bool {
@@ -377,14 +318,9 @@ func (c *Controller) clusterHandler() toolscache.ResourceEventHandler {
 				}, old, cl)
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if cl, ok := obj.(*clusterv1.ManagedCluster); ok {
-				c.cache.DeleteCluster(cl.Name)
-				c.enqueueForClusters(cl.Name, mayMatchCluster(cl), cl)
-			}
+		Delete: func(cl *clusterv1.ManagedCluster) {
+			c.cache.DeleteCluster(cl.Name)
+			c.enqueueForClusters(cl.Name, mayMatchCluster(cl), cl)
 		},
 	}
 }
@@ -400,50 +336,34 @@ func (c *Controller) setHandler() toolscache.ResourceEventHandler {
 			}
 		}
 	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if s, ok := obj.(*clusterv1beta2.ManagedClusterSet); ok {
+	return handler.Funcs[*clusterv1beta2.ManagedClusterSet]{
+		Add: func(s *clusterv1beta2.ManagedClusterSet) {
+			c.cache.UpsertSet(s)
+			onSet(s.Name)
+		},
+		Update: func(old, s *clusterv1beta2.ManagedClusterSet) {
+			if !equality.Semantic.DeepEqual(old.Spec, s.Spec) {
 				c.cache.UpsertSet(s)
 				onSet(s.Name)
 			}
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*clusterv1beta2.ManagedClusterSet)
-			s, ok2 := newObj.(*clusterv1beta2.ManagedClusterSet)
-			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Spec, s.Spec) {
-				c.cache.UpsertSet(s)
-				onSet(s.Name)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if s, ok := obj.(*clusterv1beta2.ManagedClusterSet); ok {
-				c.cache.DeleteSet(s.Name)
-				onSet(s.Name)
-			}
+		Delete: func(s *clusterv1beta2.ManagedClusterSet) {
+			c.cache.DeleteSet(s.Name)
+			onSet(s.Name)
 		},
 	}
 }
 
 func (c *Controller) bindingHandler() toolscache.ResourceEventHandler {
 	all := func(*clusterv1beta1.Placement) bool { return true }
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if b, ok := obj.(*clusterv1beta2.ManagedClusterSetBinding); ok {
-				c.cache.UpsertBinding(b)
-				c.enqueueNamespace(b.Namespace, all)
-			}
+	return handler.Funcs[*clusterv1beta2.ManagedClusterSetBinding]{
+		Add: func(b *clusterv1beta2.ManagedClusterSetBinding) {
+			c.cache.UpsertBinding(b)
+			c.enqueueNamespace(b.Namespace, all)
 		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if b, ok := obj.(*clusterv1beta2.ManagedClusterSetBinding); ok {
-				c.cache.DeleteBinding(b.Namespace, b.Name)
-				c.enqueueNamespace(b.Namespace, all)
-			}
+		Delete: func(b *clusterv1beta2.ManagedClusterSetBinding) {
+			c.cache.DeleteBinding(b.Namespace, b.Name)
+			c.enqueueNamespace(b.Namespace, all)
 		},
 	}
 }
@@ -453,27 +373,16 @@ func (c *Controller) scoreHandler() toolscache.ResourceEventHandler {
 		c.cache.UpsertScore(s)
 		c.enqueueForClusters(s.Namespace, usesScore(s.Name))
 	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if s, ok := obj.(*clusterv1alpha1.AddOnPlacementScore); ok {
+	return handler.Funcs[*clusterv1alpha1.AddOnPlacementScore]{
+		Add: upsert,
+		Update: func(old, s *clusterv1alpha1.AddOnPlacementScore) {
+			if !equality.Semantic.DeepEqual(old.Status, s.Status) {
 				upsert(s)
 			}
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*clusterv1alpha1.AddOnPlacementScore)
-			s, ok2 := newObj.(*clusterv1alpha1.AddOnPlacementScore)
-			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, s.Status) {
-				upsert(s)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if s, ok := obj.(*clusterv1alpha1.AddOnPlacementScore); ok {
-				c.cache.DeleteScore(s.Namespace, s.Name)
-				c.enqueueForClusters(s.Namespace, usesScore(s.Name))
-			}
+		Delete: func(s *clusterv1alpha1.AddOnPlacementScore) {
+			c.cache.DeleteScore(s.Namespace, s.Name)
+			c.enqueueForClusters(s.Namespace, usesScore(s.Name))
 		},
 	}
 }
@@ -487,24 +396,15 @@ func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
 		}
 		c.enqueueForClusters(inv.Namespace, c.usesInventory)
 	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if inv, ok := obj.(*fleetfitv1alpha1.ClusterInventory); ok {
+	return handler.Funcs[*fleetfitv1alpha1.ClusterInventory]{
+		Add: upsert,
+		Update: func(old, inv *fleetfitv1alpha1.ClusterInventory) {
+			if !equality.Semantic.DeepEqual(old.Status, inv.Status) {
 				upsert(inv)
 			}
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*fleetfitv1alpha1.ClusterInventory)
-			inv, ok2 := newObj.(*fleetfitv1alpha1.ClusterInventory)
-			if ok1 && ok2 && !equality.Semantic.DeepEqual(old.Status, inv.Status) {
-				upsert(inv)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if inv, ok := obj.(*fleetfitv1alpha1.ClusterInventory); ok && cache.InventoryName(inv) {
+		Delete: func(inv *fleetfitv1alpha1.ClusterInventory) {
+			if cache.InventoryName(inv) {
 				c.cache.DeleteInventory(inv)
 				c.enqueueForClusters(inv.Namespace, c.usesInventory)
 			}
@@ -513,14 +413,7 @@ func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
 }
 
 func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
-	onIntent := func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		in, ok := obj.(*fleetfitv1alpha1.HPAIntent)
-		if !ok {
-			return
-		}
+	onIntent := func(in *fleetfitv1alpha1.HPAIntent) {
 		// The placement it names, and the one it last shaped when that differs.
 		for _, name := range sets.List(sets.New(in.Spec.PlacementRef.Name, in.Status.ScheduledPlacement).Delete("")) {
 			if p, err := c.placements.Placements(in.Namespace).Get(name); err == nil {
@@ -528,17 +421,12 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 			}
 		}
 	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: onIntent,
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*fleetfitv1alpha1.HPAIntent)
-			in, ok2 := newObj.(*fleetfitv1alpha1.HPAIntent)
-			if !ok1 || !ok2 {
-				return
-			}
+	return handler.Funcs[*fleetfitv1alpha1.HPAIntent]{
+		Add: onIntent,
+		Update: func(old, in *fleetfitv1alpha1.HPAIntent) {
 			// A new spec, or a new verdict of the validation controller (a status change).
-			oldValid, oldKnown := hpaintent.IsValid(old)
-			valid, known := hpaintent.IsValid(in)
+			oldValid, oldKnown := hpa.IsValid(old)
+			valid, known := hpa.IsValid(in)
 			if old.Generation != in.Generation || oldValid != valid || oldKnown != known {
 				onIntent(in)
 			}
@@ -547,14 +435,9 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 				onIntent(old)
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
-				c.scheduledWrites.Delete(in.UID)
-			}
-			onIntent(obj)
+		Delete: func(in *fleetfitv1alpha1.HPAIntent) {
+			c.scheduledWrites.Delete(in.UID)
+			onIntent(in)
 		},
 	}
 }

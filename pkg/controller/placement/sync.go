@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +21,8 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
@@ -31,92 +31,45 @@ import (
 // it to the same value).
 const defaultScoreRateLimit = time.Minute
 
+// sync runs one scheduling cycle of the placement with this key and writes what it decides.
+// It returns an error only for what a retry may cure (API errors, a plugin's error); a
+// placement that must wait (for its intents' verdict, for its intents to arrive) is requeued
+// or waits for the event that will requeue it, and nil is returned.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil // not a key we produce; nothing to retry
-	}
-	p, err := c.placements.Placements(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		c.scoreWrites.Delete(key)
-		return nil
-	}
-	if err != nil {
+	p, err := c.placementToSchedule(key)
+	if p == nil {
 		return err
-	}
-	if !p.DeletionTimestamp.IsZero() || !c.Handles(p) {
-		return nil
 	}
 	logger := klog.FromContext(ctx).WithValues("placement", klog.KObj(p))
 	ctx = klog.NewContext(ctx, logger)
 
 	intents := c.withWrittenScheduledPlacement(c.intentsFor(p))
-	for _, in := range intents {
-		// A broken intent stops scheduling, and the decisions stay as they are: better the
-		// last good placement than one computed without the intent's requirements.
-		valid, known := hpaintent.IsValid(in)
-		if !known {
-			logger.V(2).Info("Waiting for the HPAIntent to be validated", "hpaIntent", klog.KObj(in))
-			return nil // its validation requeues the placement
-		}
-		if !valid {
-			c.recorder.Eventf(p, in, corev1.EventTypeWarning, "HPAIntentInvalid", "Schedule",
-				"HPAIntent %s is invalid, so the placement is not rescheduled and keeps its decisions; see the intent's Valid condition", in.Name)
-			return nil
-		}
+	if !c.intentsAllowScheduling(ctx, p, intents) {
+		return nil
 	}
-
 	existing, err := c.existingDecisions(p)
 	if err != nil {
 		return err
 	}
-	existingNames := map[string][]string{}
-	decided := false
-	for n, d := range existing {
-		existingNames[n] = decisionClusterNames(d.Status.Decisions)
-		decided = decided || len(existingNames[n]) > 0
-	}
+	existingNames, decided := decidedClusters(existing)
 	if wait := c.settleWait(key, len(intents) > 0 || decided); wait > 0 {
 		c.queue.AddAfter(key, wait)
 		return nil
 	}
 
-	// Placements with intents take capacity: between the snapshot a cycle reads and recording
-	// what its result reserves, no other placement may reserve, or two cycles could count the
-	// same free nodes. The cycle runs without the lock (a CEL predicate or a large fleet may
-	// take a while) and its result is reserved only when no reservation changed since its
-	// snapshot; otherwise it runs again on a newer one.
-	start := time.Now()
-	var plan *Plan
-	var snap *framework.Snapshot
-	var now time.Time
 	var ticket uint64
 	if len(intents) > 0 {
-		// Cycles commit in the order they start (see commitOrder).
+		// Cycles commit in the order they start (see commitOrder). A cycle that reserves
+		// ends its turn as soon as it has reserved; any other keeps it until it returns.
 		ticket = c.commits.begin()
 		defer c.commits.end(ticket)
 	}
-	for {
-		var epoch uint64
-		snap, epoch = c.cache.SnapshotAt()
-		now = c.opts.Clock.Now()
-		// With intents, rejections are recorded: the intents' Scheduled condition says why.
-		plan = PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames, Now: now})
-		if len(intents) == 0 || plan.Kept {
-			break
-		}
-		c.commits.wait(ticket)
-		c.reserveMu.Lock()
-		if c.cache.ReservationEpoch() == epoch {
-			break // reserveMu stays held until the result is reserved
-		}
-		c.reserveMu.Unlock()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	start := time.Now()
+	plan, err := c.scheduleCycle(ctx, p, intents, existingNames, ticket)
+	if err != nil {
+		return err
 	}
-	res := plan.Result
-	c.opts.Metrics.observeCycle(res, time.Since(start))
+	c.opts.Metrics.observeCycle(plan.Result, time.Since(start))
 	if plan.Kept {
 		if plan.Failure.Code() == framework.Misconfigured {
 			// The intents say why they are not scheduled (their Scheduled condition).
@@ -127,21 +80,129 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.keepDecisions(ctx, p, plan.Failure)
 	}
 	if len(intents) > 0 {
-		// Reserve before writing: a failed write is retried and reserves the same again.
-		before := snap.DecidedNames(key)
-		c.reserve(p, intents, before, res.Decisions(), now)
-		c.reserveMu.Unlock()
-		c.commits.end(ticket)
-		for i, in := range intents {
-			plan.Intents[i].Status.Reservations = persistedReservations(in, snap, before, res.Decisions(), now, c.reservationTimeout())
-		}
 		// The intents' status (their reservations) is written before the decisions, so that a
 		// decision never exists without a reservation that a restarted hub can read back.
 		if err := c.updateIntents(ctx, intents, plan.Intents); err != nil {
 			return err
 		}
 	}
+	return c.writeDecisions(ctx, key, p, plan, existing, existingNames)
+}
 
+// placementToSchedule returns the placement with this key when fleetfit is to schedule it,
+// or nil: the key is not one of ours, the placement is gone or being deleted, or it is left
+// to OCM. The error is the lister's, nil when the placement is simply not found.
+func (c *Controller) placementToSchedule(key string) (*clusterv1beta1.Placement, error) {
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, nil // not a key we produce; nothing to retry
+	}
+	p, err := c.placements.Placements(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.scoreWrites.Delete(key)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !p.DeletionTimestamp.IsZero() || !c.Handles(p) {
+		return nil, nil
+	}
+	return p, nil
+}
+
+// intentsAllowScheduling reports whether p may be scheduled with these intents: all of
+// them must be judged valid. A broken intent stops scheduling, and the decisions stay as
+// they are: better the last good placement than one computed without the intent's
+// requirements. An intent not judged yet makes p wait; its validation requeues p.
+func (c *Controller) intentsAllowScheduling(ctx context.Context, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent) bool {
+	for _, in := range intents {
+		valid, known := hpa.IsValid(in)
+		if !known {
+			klog.FromContext(ctx).V(2).Info("Waiting for the HPAIntent to be validated", "hpaIntent", klog.KObj(in))
+			return false
+		}
+		if !valid {
+			c.recorder.Eventf(p, in, corev1.EventTypeWarning, "HPAIntentInvalid", "Schedule",
+				"HPAIntent %s is invalid, so the placement is not rescheduled and keeps its decisions; see the intent's Valid condition", in.Name)
+			return false
+		}
+	}
+	return true
+}
+
+// decidedClusters returns the cluster names of each existing decision, by decision name,
+// and whether any decision names a cluster.
+func decidedClusters(existing map[string]*clusterv1beta1.PlacementDecision) (map[string][]string, bool) {
+	names := make(map[string][]string, len(existing))
+	decided := false
+	for n, d := range existing {
+		names[n] = decisionClusterNames(d.Status.Decisions)
+		decided = decided || len(names[n]) > 0
+	}
+	return names, decided
+}
+
+// scheduleCycle runs the scheduling cycle of p and returns its plan.
+//
+// Placements with intents take capacity: between the snapshot a cycle reads and recording
+// what its result reserves, no other placement may reserve, or two cycles could count the
+// same free nodes. The cycle runs without the lock (a CEL predicate or a large fleet may
+// take a while); then, in its turn (ticket), the result is reserved only if no reservation
+// changed since its snapshot (see reserveIfCurrent), and otherwise the cycle runs again on
+// a newer snapshot. Once reserved, the turn is ended and plan.Intents carry the
+// reservations to persist.
+//
+// Without intents, or when the cycle keeps the decisions, the plan is returned as computed:
+// nothing is reserved and no lock is taken. The error is ctx's, when it ends before a
+// result could be reserved; reserveMu is never held when scheduleCycle returns.
+func (c *Controller) scheduleCycle(ctx context.Context, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent,
+	existingNames map[string][]string, ticket uint64) (*Plan, error) {
+	for {
+		snap, epoch := c.cache.SnapshotAt()
+		now := c.opts.Clock.Now()
+		// With intents, rejections are recorded: the intents' Scheduled condition says why.
+		plan := PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames, Now: now})
+		if len(intents) == 0 || plan.Kept {
+			return plan, nil
+		}
+		c.commits.wait(ticket)
+		before := snap.DecidedNames(p.Namespace + "/" + p.Name)
+		if c.reserveIfCurrent(epoch, p, intents, before, plan.Result.Decisions(), now) {
+			c.commits.end(ticket)
+			for i, in := range intents {
+				plan.Intents[i].Status.Reservations = persistedReservations(in, snap, before, plan.Result.Decisions(), now, c.reservationTimeout())
+			}
+			return plan, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// reserveIfCurrent reserves, for the intents, the clusters a cycle decided (after, where the
+// placement decided before) when no reservation has changed since the snapshot of reservation
+// epoch epoch that the cycle read, and reports whether it did. It holds reserveMu only while
+// it checks and reserves. The reservations are made before any write, so that a failed write
+// is retried and reserves the same again.
+func (c *Controller) reserveIfCurrent(epoch uint64, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent,
+	before []string, after []scheduler.Decision, now time.Time) bool {
+	c.reserveMu.Lock()
+	defer c.reserveMu.Unlock()
+	if c.cache.ReservationEpoch() != epoch {
+		return false
+	}
+	c.reserve(p, intents, before, after, now)
+	return true
+}
+
+// writeDecisions writes what a cycle decided: the PlacementDecisions, then the placement's
+// status, and requeues the placement when a plugin or the score write limit asks for it. It
+// returns the first API error, for a retry.
+func (c *Controller) writeDecisions(ctx context.Context, key string, p *clusterv1beta1.Placement, plan *Plan,
+	existing map[string]*clusterv1beta1.PlacementDecision, existingNames map[string][]string) error {
+	res := plan.Result
 	desired := plan.desired
 	requeue := res.RequeueAfter
 	if wait := c.limitScoreWrites(key, p, desired, existing); wait > 0 && (requeue == 0 || wait < requeue) {
@@ -161,7 +222,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.recorder.Eventf(p, nil, corev1.EventTypeWarning, "SchedulingWarning", "Schedule", "%s: %s", res.Status.Plugin(), res.Status.Message())
 	}
 	if requeue > 0 {
-		logger.V(4).Info("Requeue placement", "after", requeue)
+		klog.FromContext(ctx).V(4).Info("Requeue placement", "after", requeue)
 		c.queue.AddAfter(key, requeue)
 	}
 	return nil
@@ -235,30 +296,11 @@ func conditionMessage(st *framework.Status) string {
 	return textcap.Truncate(fmt.Sprintf("%s:%s", st.Plugin(), st.Message()), textcap.MaxMessage)
 }
 
+// intentsFor returns the intents that shape p, following what each intent last shaped (see
+// hpa.IntentsOf).
 func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1.HPAIntent {
 	all, _ := c.intents.HPAIntents(p.Namespace).List(labels.Everything())
-	var out []*fleetfitv1alpha1.HPAIntent
-	for _, in := range all {
-		if !in.DeletionTimestamp.IsZero() {
-			continue
-		}
-		// An intent that last shaped this placement and now names one that does not exist
-		// (a typo) still counts, as an invalid intent: the placement keeps its decisions. So
-		// does one whose new reference is not validated yet: the placement waits for it.
-		_, known := hpaintent.IsValid(in)
-		if in.Spec.PlacementRef.Name == p.Name || (in.Status.ScheduledPlacement == p.Name && (placementMissing(in) || !known)) {
-			out = append(out, in)
-		}
-	}
-	slices.SortFunc(out, func(a, b *fleetfitv1alpha1.HPAIntent) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// placementMissing reports whether the validation controller found the intent's Placement
-// missing.
-func placementMissing(in *fleetfitv1alpha1.HPAIntent) bool {
-	c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionValid)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == hpaintent.ReasonPlacementNotFound
+	return hpa.IntentsOf(p.Namespace, p.Name, all, true)
 }
 
 func (c *Controller) existingDecisions(p *clusterv1beta1.Placement) (map[string]*clusterv1beta1.PlacementDecision, error) {

@@ -21,8 +21,8 @@ func MakeCluster(name string) *ClusterWrapper {
 	}}
 }
 
-// Obj returns the built cluster.
-func (w *ClusterWrapper) Obj() *clusterv1.ManagedCluster { return &w.ManagedCluster }
+// Obj returns a copy of the built cluster.
+func (w *ClusterWrapper) Obj() *clusterv1.ManagedCluster { return w.ManagedCluster.DeepCopy() }
 
 // Clone returns an independent copy of the wrapper.
 func (w *ClusterWrapper) Clone() *ClusterWrapper {
@@ -72,6 +72,37 @@ func (w *ClusterWrapper) Terminating() *ClusterWrapper {
 	now := metav1.Now()
 	w.DeletionTimestamp = &now
 	return w
+}
+
+// KubeVersion sets status.version.kubernetes.
+func (w *ClusterWrapper) KubeVersion(v string) *ClusterWrapper {
+	w.Status.Version.Kubernetes = v
+	return w
+}
+
+// ResourceVersion sets the cluster's resourceVersion.
+func (w *ClusterWrapper) ResourceVersion(rv string) *ClusterWrapper {
+	w.ManagedCluster.ResourceVersion = rv
+	return w
+}
+
+// Finalizer adds a finalizer, so that deleting the cluster leaves it terminating.
+func (w *ClusterWrapper) Finalizer(name string) *ClusterWrapper {
+	w.Finalizers = append(w.Finalizers, name)
+	return w
+}
+
+// Condition sets a status condition, as the registration agent reports them.
+func (w *ClusterWrapper) Condition(condType string, status metav1.ConditionStatus, reason, message string) *ClusterWrapper {
+	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.Now(),
+	})
+	return w
+}
+
+// Available sets the ManagedClusterConditionAvailable condition to True.
+func (w *ClusterWrapper) Available() *ClusterWrapper {
+	return w.Condition(clusterv1.ManagedClusterConditionAvailable, metav1.ConditionTrue, "ManagedClusterAvailable", "Managed cluster is available")
 }
 
 // MakeExclusiveClusterSet returns a ManagedClusterSet selecting clusters by the set label.

@@ -22,7 +22,7 @@ import (
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
-	agentinventory "github.com/fleetfit/fleetfit/pkg/agent/inventory"
+	"github.com/fleetfit/fleetfit/pkg/agent/reporter"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -35,7 +35,7 @@ const (
 	testNS     = "agent-test"
 )
 
-var gpu = agentinventory.ResourceGPU
+var gpu = reporter.ResourceGPU
 
 // TestAgentReportsToHub runs cluster1's agent with its restricted
 // identities and checks every object it keeps on the hub, before and after
@@ -134,11 +134,11 @@ func TestAgentReportsToHub(t *testing.T) {
 			{Name: "memoryFree", Value: 90}, {Name: "memoryFreeBestNode", Value: 100},
 			{Name: "gpuFree", Value: 40}, {Name: "gpuFreeBestNode", Value: 100},
 		}
-		if diff := cmp.Diff(want, agentinventory.Scores(&inv.Status, agentinventory.ScoreReference{})); diff != "" {
+		if diff := cmp.Diff(want, reporter.Scores(&inv.Status, reporter.ScoreReference{})); diff != "" {
 			t.Fatalf("Scores of the hub's report (-want,+got):\n%s", diff)
 		}
 		framework.Eventually(t, func(ctx context.Context) error {
-			s, err := hubClusters.ClusterV1alpha1().AddOnPlacementScores(cluster).Get(ctx, agentinventory.ScoreName, metav1.GetOptions{})
+			s, err := hubClusters.ClusterV1alpha1().AddOnPlacementScores(cluster).Get(ctx, reporter.ScoreName, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

@@ -21,8 +21,8 @@ import (
 	deployhub "github.com/fleetfit/fleetfit/deploy/hub"
 	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/cmd/hub"
-	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/install"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
@@ -173,7 +173,7 @@ func TestInstallHub(t *testing.T) {
 	}
 
 	// Installing again writes nothing.
-	objs := hubObjects(t, image, placement.ModeAnnotated)
+	objs := hubObjects(t, image, placementmode.Annotated)
 	before := resourceVersions(t, cp.AdminConfig(), objs)
 	if _, _, err := runFleetfit(t, installHub...); err != nil {
 		t.Fatalf("second fleetfit install hub: %v", err)
@@ -261,7 +261,7 @@ func lines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-func hubObjects(t *testing.T, image string, mode placement.Mode) []*unstructured.Unstructured {
+func hubObjects(t *testing.T, image string, mode placementmode.Mode) []*unstructured.Unstructured {
 	t.Helper()
 	crds, err := manifests.HubCRDs()
 	if err != nil {

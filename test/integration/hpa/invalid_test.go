@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
@@ -87,7 +88,7 @@ func TestInvalidIntentKeepsDecisions(t *testing.T) {
 	t.Run("missing placement", func(t *testing.T) {
 		e := e.in(t)
 		e.updateIntent("moved", func(in *v1alpha1.HPAIntent) { in.Spec.PlacementRef.Name = "movd" })
-		in := e.waitIntent("moved", hasCondition(v1alpha1.ConditionValid, metav1.ConditionFalse, hpaintent.ReasonPlacementNotFound))
+		in := e.waitIntent("moved", hasCondition(v1alpha1.ConditionValid, metav1.ConditionFalse, hpa.ReasonPlacementNotFound))
 		want := fmt.Sprintf(`Placement "movd" not found in namespace %q: create it or fix spec.placementRef.name`, e.ns)
 		if msg := validMessage(in); msg != want {
 			t.Errorf("Valid message %q, want %q", msg, want)

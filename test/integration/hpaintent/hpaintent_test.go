@@ -25,6 +25,7 @@ import (
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitscheme "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/scheme"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
@@ -121,7 +122,7 @@ func (e *env) waitValid(name string, status metav1.ConditionStatus, reason strin
 		case c.Status != status || c.Reason != reason:
 			return fmt.Errorf("Valid is %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, status, reason)
 		}
-		if valid, known := hpaintentctrl.IsValid(in); !known || valid != (status == metav1.ConditionTrue) {
+		if valid, known := hpa.IsValid(in); !known || valid != (status == metav1.ConditionTrue) {
 			return fmt.Errorf("IsValid = (%v, %v) disagrees with the condition", valid, known)
 		}
 		cond = *c
@@ -159,12 +160,12 @@ func TestPlacementCreatedLater(t *testing.T) {
 	e := newEnv(t, "placement-later")
 	e.createIntent(utiltesting.FwallHPAIntent(e.ns).Obj())
 
-	cond := e.waitValid(utiltesting.FwallName, metav1.ConditionFalse, hpaintentctrl.ReasonPlacementNotFound)
+	cond := e.waitValid(utiltesting.FwallName, metav1.ConditionFalse, hpa.ReasonPlacementNotFound)
 	want := fmt.Sprintf(`Placement "fwall" not found in namespace %q: create it or fix spec.placementRef.name`, e.ns)
 	if cond.Message != want {
 		t.Errorf("message %q, want %q", cond.Message, want)
 	}
-	if note := e.waitEvent(utiltesting.FwallName, corev1.EventTypeWarning, hpaintentctrl.ReasonPlacementNotFound); note != want {
+	if note := e.waitEvent(utiltesting.FwallName, corev1.EventTypeWarning, hpa.ReasonPlacementNotFound); note != want {
 		t.Errorf("event note %q, want %q", note, want)
 	}
 

@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
-	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -47,7 +47,7 @@ func TestSchedulingDisabledAnnotation(t *testing.T) {
 	e.assertUnscheduled("disabled")
 
 	e.updatePlacement("disabled", func(p *clusterv1beta1.Placement) {
-		p.Labels = map[string]string{placement.SchedulerLabel: "true"}
+		p.Labels = map[string]string{placementmode.SchedulerLabel: "true"}
 	})
 	e.waitDecided("disabled", e.names("a")...)
 	e.waitCondition("disabled", clusterv1beta1.PlacementConditionSatisfied, metav1.ConditionTrue, "AllDecisionsScheduled")
@@ -64,9 +64,9 @@ func TestAnnotatedMode(t *testing.T) {
 
 	e.createPlacement(utiltesting.MakePlacement("plain", e.ns))
 	e.createPlacement(utiltesting.MakePlacement("annotation-only", e.ns).Annotation(clusterv1beta1.PlacementDisableAnnotation, "true"))
-	e.createPlacement(utiltesting.MakePlacement("label-only", e.ns).Label(placement.SchedulerLabel, "true"))
+	e.createPlacement(utiltesting.MakePlacement("label-only", e.ns).Label(placementmode.SchedulerLabel, "true"))
 	e.createPlacement(utiltesting.MakePlacement("fleetfit", e.ns).
-		Annotation(clusterv1beta1.PlacementDisableAnnotation, "true").Label(placement.SchedulerLabel, "true"))
+		Annotation(clusterv1beta1.PlacementDisableAnnotation, "true").Label(placementmode.SchedulerLabel, "true"))
 	e.waitDecided("fleetfit", e.names("a")...)
 	e.waitCondition("fleetfit", clusterv1beta1.PlacementConditionSatisfied, metav1.ConditionTrue, "AllDecisionsScheduled")
 	for _, name := range []string{"plain", "annotation-only", "label-only"} {
@@ -75,7 +75,7 @@ func TestAnnotatedMode(t *testing.T) {
 
 	// Handing a placement over to fleetfit schedules it.
 	e.updatePlacement("annotation-only", func(p *clusterv1beta1.Placement) {
-		p.Labels = map[string]string{placement.SchedulerLabel: "true"}
+		p.Labels = map[string]string{placementmode.SchedulerLabel: "true"}
 	})
 	e.waitDecided("annotation-only", e.names("a")...)
 }

@@ -1,4 +1,4 @@
-package install
+package installcmd
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
-	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/install"
+	"github.com/fleetfit/fleetfit/pkg/placementmode"
 )
 
 // HubOptions are the options of `fleetfit install hub`.
@@ -25,7 +25,7 @@ type HubOptions struct {
 }
 
 func newHubCommand(flags *clientopts.Flags) *cobra.Command {
-	o := &HubOptions{Flags: flags, Image: install.DefaultImage(), Placements: string(placement.ModeAll)}
+	o := &HubOptions{Flags: flags, Image: install.DefaultImage(), Placements: string(placementmode.All)}
 	c := &cobra.Command{
 		Use:   "hub",
 		Short: "Install fleetfit-hub on an OCM hub: the hub's CRDs, RBAC, Deployment and Service",
@@ -40,7 +40,7 @@ fleetfit-agent and fleetfit; by default it is this version's, published as
   fleetfit install hub --kubeconfig hub.kubeconfig
 
   # fleetfit-hub runs beside OCM's placement controller and schedules only the Placements
-  # that carry OCM's experimental-scheduling-disable annotation and the ` + placement.SchedulerLabel + ` label
+  # that carry OCM's experimental-scheduling-disable annotation and the ` + placementmode.SchedulerLabel + ` label
   fleetfit install hub --kubeconfig hub.kubeconfig --placements annotated --image registry.example.com/fleetfit:dev
 
   # What would change, checked by the API server; nothing is written
@@ -56,15 +56,15 @@ fleetfit-agent and fleetfit; by default it is this version's, published as
 
 // Complete turns the flags into what is installed.
 func (o *HubOptions) Complete() error {
-	o.hub = install.HubOptions{Image: o.Image, Placements: placement.Mode(o.Placements)}
+	o.hub = install.HubOptions{Image: o.Image, Placements: placementmode.Mode(o.Placements)}
 	return nil
 }
 
 // Validate checks the flags.
 func (o *HubOptions) Validate() error {
 	var errs []error
-	if m := o.hub.Placements; m != placement.ModeAll && m != placement.ModeAnnotated {
-		errs = append(errs, fmt.Errorf("--placements must be %q or %q, not %q", placement.ModeAll, placement.ModeAnnotated, m))
+	if _, err := placementmode.ParseMode(o.Placements); err != nil {
+		errs = append(errs, fmt.Errorf("--placements %w", err))
 	}
 	if err := install.ValidateImage(o.Image); err != nil {
 		errs = append(errs, fmt.Errorf("--image: %w", err))
@@ -97,7 +97,7 @@ func (o *HubOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 	if err := applyObjects(ctx, out, a, objs, o.ApplyFlags); err != nil {
 		return err
 	}
-	if o.hub.Placements == placement.ModeAll {
+	if o.hub.Placements == placementmode.All {
 		fmt.Fprintf(errOut, "fleetfit-hub schedules every Placement (--placements all): scale OCM's placement controller to zero, or reinstall with --placements annotated to run beside it.\n")
 	}
 	return nil

@@ -1,7 +1,7 @@
-// Package explain holds `fleetfit explain placement`: for one Placement, per cluster, the
+// Package explaincmd holds `fleetfit explain placement`: for one Placement, per cluster, the
 // filter that rejected it and why, and every prioritizer's score — computed by the hub's own
 // scheduler over the fleet as the hub holds it (or as a fleet file describes it).
-package explain
+package explaincmd
 
 import (
 	"context"

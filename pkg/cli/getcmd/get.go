@@ -1,6 +1,6 @@
-// Package get holds `fleetfit get clusters` and `fleetfit get placements`: kubectl-like
+// Package getcmd holds `fleetfit get clusters` and `fleetfit get placements`: kubectl-like
 // tables of what the hub knows, read from a live hub or from a fleet file.
-package get
+package getcmd
 
 import (
 	"github.com/spf13/cobra"

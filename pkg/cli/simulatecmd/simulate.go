@@ -1,6 +1,6 @@
-// Package simulate holds `fleetfit simulate`: Placements and HPAIntents scheduled offline, with
+// Package simulatecmd holds `fleetfit simulate`: Placements and HPAIntents scheduled offline, with
 // the hub's own scheduler, against a fleet file or a live hub's fleet, changing nothing.
-package simulate
+package simulatecmd
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
-	"github.com/fleetfit/fleetfit/pkg/cli/explain"
-	"github.com/fleetfit/fleetfit/pkg/cli/get"
+	"github.com/fleetfit/fleetfit/pkg/cli/explaincmd"
+	"github.com/fleetfit/fleetfit/pkg/cli/getcmd"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
 	"github.com/fleetfit/fleetfit/pkg/simulate"
 )
@@ -183,14 +183,14 @@ func (o *Options) print(w io.Writer, res *simulate.Result) error {
 				clusters = append(clusters, cd.ClusterName)
 			}
 		}
-		satisfied, reason, message := get.Satisfied(r.Placement)
+		satisfied, reason, message := getcmd.Satisfied(r.Placement)
 		switch {
 		case r.Skipped != "":
 			satisfied, reason = "Unknown", "NotScheduled: "+r.Skipped
 		case reason == "Misconfigured":
 			reason += ": " + message
 		}
-		t.Row(r.Key(), get.Selected(r.Placement, len(clusters)), output.Or(strings.Join(clusters, ","), "-"), satisfied, reason)
+		t.Row(r.Key(), getcmd.Selected(r.Placement, len(clusters)), output.Or(strings.Join(clusters, ","), "-"), satisfied, reason)
 	}
 	if err := t.Flush(); err != nil {
 		return err
@@ -224,7 +224,7 @@ func (o *Options) print(w io.Writer, res *simulate.Result) error {
 	}
 	for i := range res.Placements {
 		fmt.Fprintln(w)
-		if err := explain.PrintPlacement(w, &res.Placements[i]); err != nil {
+		if err := explaincmd.PrintPlacement(w, &res.Placements[i]); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,10 @@
-// Package install holds `fleetfit install`, which puts fleetfit on a hub
+// Package installcmd holds `fleetfit install`, which puts fleetfit on a hub
 // (`install hub`) and on managed clusters (`install agent`, with the hub
 // side of an agent's access from `install agent-access`), and their
 // CustomResourceDefinitions (`install crds`). Everything is applied with
 // server-side apply, so installing again changes nothing, and installing a
 // newer version updates in place.
-package install
+package installcmd
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package inventory is the agent's reporter: it follows the managed
+// Package reporter is what the agent reports to the hub: it follows the managed
 // cluster's Nodes and Pods with informers, keeps an inventory.Cluster up to
 // date, and writes what changed to the hub — the cluster's ClusterInventory,
 // its AddOnPlacementScore and the extended resources of its ManagedCluster.
@@ -7,7 +7,7 @@
 // (spec.labelKeys) which node label keys HPAIntents use, and the reporter
 // reports node labels of those keys too, besides its prefixes, from the next
 // report on, saying so in status.reportedLabels.
-package inventory
+package reporter
 
 import (
 	"context"
@@ -33,6 +33,7 @@ import (
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/handler"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
@@ -164,17 +165,17 @@ func New(clients Clients, opts Options) (*Controller, error) {
 			return nil, fmt.Errorf("setting informer transform: %w", err)
 		}
 	}
-	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.upsertNode(obj) },
-		UpdateFunc: func(_, obj any) { c.upsertNode(obj) },
-		DeleteFunc: func(obj any) { c.deleteNode(obj) },
+	if _, err := nodes.AddEventHandler(handler.Funcs[*corev1.Node]{
+		Add:    c.upsertNode,
+		Update: func(_, n *corev1.Node) { c.upsertNode(n) },
+		Delete: c.deleteNode,
 	}); err != nil {
 		return nil, fmt.Errorf("adding node handler: %w", err)
 	}
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.upsertPod(obj) },
-		UpdateFunc: func(_, obj any) { c.upsertPod(obj) },
-		DeleteFunc: func(obj any) { c.deletePod(obj) },
+	if _, err := pods.AddEventHandler(handler.Funcs[*corev1.Pod]{
+		Add:    c.upsertPod,
+		Update: func(_, p *corev1.Pod) { c.upsertPod(p) },
+		Delete: c.deletePod,
 	}); err != nil {
 		return nil, fmt.Errorf("adding pod handler: %w", err)
 	}
@@ -188,9 +189,9 @@ func New(clients Clients, opts Options) (*Controller, error) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.ClusterName).String()
 		}))
 	invs := c.hub.Fleetfit().V1alpha1().ClusterInventories()
-	if _, err := invs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onInventory(obj) },
-		UpdateFunc: func(_, obj any) { c.onInventory(obj) },
+	if _, err := invs.Informer().AddEventHandler(handler.Funcs[*v1alpha1.ClusterInventory]{
+		Add:    c.onInventory,
+		Update: func(_, inv *v1alpha1.ClusterInventory) { c.onInventory(inv) },
 	}); err != nil {
 		return nil, fmt.Errorf("adding inventory handler: %w", err)
 	}
@@ -323,9 +324,8 @@ func (c *Controller) takeLabelKeys(ctx context.Context, keys []string) {
 
 // onInventory asks for a sync when the hub asks for label keys other than
 // those reported, so that they are reported within one report interval.
-func (c *Controller) onInventory(obj any) {
-	inv, ok := obj.(*v1alpha1.ClusterInventory)
-	if !ok || inv.Name != c.opts.ClusterName {
+func (c *Controller) onInventory(inv *v1alpha1.ClusterInventory) {
+	if inv.Name != c.opts.ClusterName {
 		return
 	}
 	var reported []string
@@ -345,38 +345,24 @@ func (c *Controller) enqueue() {
 	c.queue.AddAfter(syncKey, wait)
 }
 
-func (c *Controller) upsertNode(obj any) {
-	if n, ok := obj.(*corev1.Node); ok {
-		c.cluster.UpsertNode(n)
-		c.enqueue()
-	}
+func (c *Controller) upsertNode(n *corev1.Node) {
+	c.cluster.UpsertNode(n)
+	c.enqueue()
 }
 
-func (c *Controller) deleteNode(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if n, ok := obj.(*corev1.Node); ok {
-		c.cluster.DeleteNode(n.Name)
-		c.enqueue()
-	}
+func (c *Controller) deleteNode(n *corev1.Node) {
+	c.cluster.DeleteNode(n.Name)
+	c.enqueue()
 }
 
-func (c *Controller) upsertPod(obj any) {
-	if p, ok := obj.(*corev1.Pod); ok {
-		c.cluster.UpsertPod(p)
-		c.enqueue()
-	}
+func (c *Controller) upsertPod(p *corev1.Pod) {
+	c.cluster.UpsertPod(p)
+	c.enqueue()
 }
 
-func (c *Controller) deletePod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if p, ok := obj.(*corev1.Pod); ok {
-		c.cluster.DeletePod(p.Namespace, p.Name)
-		c.enqueue()
-	}
+func (c *Controller) deletePod(p *corev1.Pod) {
+	c.cluster.DeletePod(p.Namespace, p.Name)
+	c.enqueue()
 }
 
 // stripManagedFields drops what the reporter never reads before an object
