@@ -553,6 +553,7 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 			}
 			if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
 				c.scheduledWrites.Delete(in.UID)
+				c.cache.DeleteIntent(in)
 			}
 			onIntent(obj)
 		},
