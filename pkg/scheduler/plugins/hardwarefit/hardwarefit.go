@@ -26,7 +26,9 @@
 // decided cluster is kept, as with silence, and an optional one does not score.
 //
 // The intents' compiled form (hpa.Intent, from the snapshot) is looked up once per cycle, in
-// PreFilter, and Filter and Score read it from the CycleState.
+// PreFilter, and Filter and Score read it from the CycleState. The check of one cluster is
+// framework.ClusterInfo.FitsHardware, which the placement controller also runs per consumer
+// for the candidates in each intent's status.
 //
 // As a prioritizer, a feasible cluster scores 100 × (weight of the optional requirements it can
 // also meet) / (weight of all optional requirements), so optional requirements rank clusters
