@@ -1,13 +1,3 @@
-// Package hpa turns an HPAIntent into what the scheduler and the action
-// controller work with: per consumer, the replica count, the per-replica
-// mandatory requests in Kubernetes units, the mandatory node features as
-// NodeSelectorRequirements and the optional requirements with their weights.
-// It is the one place that knows EMCO's shorthands (legacy units, feature
-// value), so nothing downstream has to.
-//
-// Resolve also checks what the CRD cannot: that the consumers fit the
-// workload manifests the intent carries. Every problem it reports says what to
-// change.
 package hpa
 
 import (
@@ -19,6 +9,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
 )
 
 // Resolved is an HPAIntent in resolved form. It shares nothing with the
@@ -34,6 +25,10 @@ type Resolved struct {
 // Consumer is one resolved consumer.
 type Consumer struct {
 	Name string
+	// Intent is the name of the HPAIntent, for messages that name the
+	// consumer as "<intent>/<consumer>". Compile sets it; it is empty in
+	// what Resolve returns.
+	Intent string
 	// Target is the workload object and container, as in the spec. Container
 	// is empty when the consumer has only features, which bind to the pod.
 	Target v1alpha1.ConsumerTarget
@@ -58,6 +53,10 @@ type Consumer struct {
 	Features []corev1.NodeSelectorRequirement
 	// Optional are the optional requirements in spec order.
 	Optional []OptionalRequirement
+	// Request is one replica's mandatory requirements as a fit query on a
+	// cluster's nodes (amounts, features and the tolerations the pods will
+	// have). Compile sets it; it is nil in what Resolve returns.
+	Request *inventory.Request
 }
 
 // OptionalRequirement is one optional requirement: a cluster that can meet it
@@ -72,6 +71,10 @@ type OptionalRequirement struct {
 	Limits   corev1.ResourceList
 	// Feature is the node label requirement; nil for a resource.
 	Feature *corev1.NodeSelectorRequirement
+	// Request is one replica of the consumer with this requirement met as
+	// well, as a fit query. Compile sets it; it is nil in what Resolve
+	// returns.
+	Request *inventory.Request
 }
 
 // Resolve resolves an intent. On error it returns nil and an error joining

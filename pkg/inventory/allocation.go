@@ -31,36 +31,30 @@ import (
 // is vector bin packing, which is NP-hard, and Place is a greedy heuristic;
 // and it never moves replicas it has placed.
 //
-// In-flight reservations are modelled, not observed: Reserve puts them where
-// Place would, while kube-scheduler may put the real pods on other nodes.
-// What fits after Reserve is what fits if the reserved pods land as
-// modelled; the total they take is right, their position may not be.
+// In-flight reservations are modelled, not observed: the hub places them
+// with Place before what it checks, while kube-scheduler may put the real
+// pods on other nodes. What fits after them is what fits if the reserved
+// pods land as modelled; the total they take is right, their position may
+// not be.
 type Allocation struct {
 	view   *View
 	shapes []allocShape // indexed like view.shapes
 
-	// gen is the generation in which this Allocation may write a shape's
-	// vectors in place: a shape whose gen differs shares its vectors with
-	// the View or with the state PlaceAll would roll back to, and is copied
-	// before its first change.
-	gen   uint64
-	dirty bool         // some shape has vectors of its own
-	undo  []allocShape // PlaceAll's saved state, reused across calls
 	// Backing stores for the vectors copied and the free amounts made here.
 	vectorArena []viewVector
 	arena       []int64
 
-	// Scratch reused by Place and PlaceAll.
+	// Scratch reused by Place.
 	cands   []candidate
 	needBuf []need
 	reduced []int64
-	order   []int
-	shares  []float64
 }
 
 type allocShape struct {
 	vectors []viewVector
-	gen     uint64 // 0: the View's vectors
+	// owned is set once the vectors are this Allocation's own copy; until
+	// then they are the View's, and are copied before their first change.
+	owned bool
 }
 
 // candidate is a usable shape for the request being placed.
@@ -137,23 +131,14 @@ func (v *View) Allocate() *Allocation {
 // allocate nothing once its buffers have grown.
 func (a *Allocation) Reset(v *View) {
 	v.packingInfo()
-	a.view, a.gen, a.dirty = v, 1, false
+	a.view = v
 	a.shapes = slices.Grow(a.shapes[:0], len(v.shapes))[:len(v.shapes)]
 	for i := range v.shapes {
 		a.shapes[i] = allocShape{vectors: v.shapes[i].vectors}
 	}
 	// Nothing refers to the arenas any more, so they are reused from the
-	// start; undo is cleared so that it keeps no old vectors alive.
-	clear(a.undo)
-	a.undo = a.undo[:0]
+	// start.
 	a.vectorArena, a.arena = a.vectorArena[:0], a.arena[:0]
-}
-
-// Demand is a number of replicas of one Request, e.g. one consumer of an
-// HPAIntent.
-type Demand struct {
-	Request  *Request
-	Replicas int64
 }
 
 // Place places up to replicas replicas of r, each entirely on one usable
@@ -204,81 +189,6 @@ func (a *Allocation) Place(r *Request, replicas int64) int64 {
 		placed += remaining
 	}
 	return placed
-}
-
-// Reserve subtracts replicas of r placed as Place places them, and returns
-// how many it could place. It is Place under the name the hub uses for
-// capacity promised to in-flight decisions; see Allocation on where the
-// real pods may land.
-func (a *Allocation) Reserve(r *Request, replicas int64) int64 { return a.Place(r, replicas) }
-
-// PlaceAll places every demand, or none. Demands are placed in decreasing
-// order of dominant share (a replica's largest amount relative to the
-// largest amount of that resource free on one node), ties in the given
-// order, because placing large replicas first finds a fit more often.
-//
-// When every demand fits it returns ok and the Allocation holds them all.
-// Otherwise it returns the index in demands of the first demand, in
-// placement order, that did not fit entirely and how many of its replicas
-// did fit after the demands placed before it, and leaves the Allocation as
-// it was before the call.
-func (a *Allocation) PlaceAll(demands []Demand) (ok bool, failed int, placed int64) {
-	a.sortDemands(demands)
-	wasDirty := a.dirty
-	if wasDirty {
-		a.undo = append(a.undo[:0], a.shapes...)
-	}
-	// From here on, shapes touched so far are read-only, and the undo state
-	// keeps pointing at them.
-	a.gen++
-	for _, i := range a.order {
-		d := demands[i]
-		if got := a.Place(d.Request, d.Replicas); got < d.Replicas {
-			a.rollback(wasDirty)
-			return false, i, got
-		}
-	}
-	return true, -1, 0
-}
-
-func (a *Allocation) rollback(wasDirty bool) {
-	if wasDirty {
-		copy(a.shapes, a.undo)
-	} else {
-		for i := range a.shapes {
-			a.shapes[i] = allocShape{vectors: a.view.shapes[i].vectors}
-		}
-	}
-	a.dirty = wasDirty
-}
-
-// sortDemands fills a.order with the indexes of demands, largest dominant
-// share first, stable. Lists are short, so an insertion sort does.
-func (a *Allocation) sortDemands(demands []Demand) {
-	scales := a.view.packing.scales
-	a.order, a.shares = slices.Grow(a.order[:0], len(demands)), slices.Grow(a.shares[:0], len(demands))
-	for i, d := range demands {
-		share := 0.0
-		r := d.Request
-		grow := func(name corev1.ResourceName, milli int64) {
-			if m := scales.Get(name); m > 0 {
-				share = max(share, float64(milli)/float64(m))
-			} else {
-				share = math.Inf(1) // nothing free anywhere: fails at once
-			}
-		}
-		for _, am := range r.amounts {
-			grow(am.Name, am.Milli)
-		}
-		if r.pods > 0 && scales.Get(corev1.ResourcePods) > 0 {
-			grow(corev1.ResourcePods, r.pods)
-		}
-		a.order, a.shares = append(a.order, i), append(a.shares, share)
-		for j := len(a.order) - 1; j > 0 && a.shares[j] > a.shares[j-1]; j-- {
-			a.order[j], a.order[j-1] = a.order[j-1], a.order[j]
-			a.shares[j], a.shares[j-1] = a.shares[j-1], a.shares[j]
-		}
-	}
 }
 
 // candidates fills a.cands with the usable shapes that have free vectors,
@@ -367,11 +277,11 @@ func (a *Allocation) take(c candidate, vi int, nodes, k int64) {
 	a.shapes[c.shape].vectors = append(vectors, viewVector{count: nodes, free: a.newFree(a.reduced)})
 }
 
-// own returns shape i's vectors, copied first unless this generation
+// own returns shape i's vectors, copied first unless the Allocation
 // already owns them.
 func (a *Allocation) own(i int) []viewVector {
 	s := &a.shapes[i]
-	if s.gen != a.gen {
+	if !s.owned {
 		// A little room to add vectors; more grow the slice away from the
 		// arena.
 		n, size := len(a.vectorArena), len(s.vectors)+2
@@ -381,14 +291,13 @@ func (a *Allocation) own(i int) []viewVector {
 		a.vectorArena = a.vectorArena[:n+size]
 		vectors := a.vectorArena[n : n+len(s.vectors) : n+size]
 		copy(vectors, s.vectors)
-		s.vectors, s.gen = vectors, a.gen
-		a.dirty = true
+		s.vectors, s.owned = vectors, true
 	}
 	return s.vectors
 }
 
 // newFree copies amounts into the arena. Free amounts are never written
-// once made, so vectors may share them with the View and with undo states.
+// once made, so vectors may share them with the View.
 func (a *Allocation) newFree(amounts []int64) []int64 {
 	if cap(a.arena)-len(a.arena) < len(amounts) {
 		a.arena = make([]int64, 0, max(64, len(amounts)))

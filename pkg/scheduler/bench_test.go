@@ -10,6 +10,7 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -25,7 +26,7 @@ func BenchmarkScheduleCycle(b *testing.B) {
 		numPlacements = 1000
 		perPlacement  = 10
 	)
-	f := st.Fleet{
+	f := cachetest.Fleet{
 		Sets:     []*clusterv1beta2.ManagedClusterSet{st.MakeExclusiveClusterSet("default")},
 		Bindings: []*clusterv1beta2.ManagedClusterSetBinding{st.MakeClusterSetBinding("ns", "default")},
 		Decided:  map[string][]string{},

@@ -162,6 +162,16 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 	res.Available = available
 
 	state := framework.NewCycleState()
+	for _, f := range s.filters {
+		pf, ok := f.(framework.PreFilterPlugin)
+		if !ok {
+			continue
+		}
+		if st := pf.PreFilter(ctx, state, snap, req).WithPlugin(pf.Name()); st.IsFailure() {
+			res.Status = st
+			return res
+		}
+	}
 
 	// 2. Filters, concurrently; the feasible set is the intersection of their results.
 	feasible, st := s.runFilters(ctx, state, snap, req, available, res)

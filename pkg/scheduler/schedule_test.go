@@ -16,6 +16,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -38,7 +39,7 @@ var ocmDefaults = scheduler.Weights{Defaults: []scheduler.WeightedPlugin{{Name: 
 //
 // ns/p (the placement under test) decides c2 and ns/other decides c1, so with the default
 // prioritizers Balance gives c1 -100 and the others 100, and Steady gives c2 100.
-func testFleet(scores ...*clusterv1alpha1.AddOnPlacementScore) st.Fleet {
+func testFleet(scores ...*clusterv1alpha1.AddOnPlacementScore) cachetest.Fleet {
 	type row struct{ name, region, tier, zone, cpu string }
 	rows := []row{
 		{"c1", "r1", "gold", "z1", "10"},
@@ -48,7 +49,7 @@ func testFleet(scores ...*clusterv1alpha1.AddOnPlacementScore) st.Fleet {
 		{"c5", "r3", "gold", "", "20"},
 		{"c6", "r3", "silver", "", "30"},
 	}
-	f := st.Fleet{
+	f := cachetest.Fleet{
 		Sets:     []*clusterv1beta2.ManagedClusterSet{st.MakeExclusiveClusterSet("default")},
 		Bindings: []*clusterv1beta2.ManagedClusterSetBinding{st.MakeClusterSetBinding("ns", "default")},
 		Decided:  map[string][]string{"ns/p": {"c2"}, "ns/other": {"c1"}},

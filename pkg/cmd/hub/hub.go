@@ -237,7 +237,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	delivery, err := action.New(action.Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: recorder},
-		ocmInformers, workInformers, fleetfitInformers, action.Options{Delivery: policy})
+		ocmInformers, workInformers, fleetfitInformers, action.Options{Delivery: policy, Intents: schedCache})
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,24 @@ type Options struct {
 	// namespace. The validation controller refuses intents that ask for more; the action
 	// controller checks again before it writes a ManifestWork.
 	Delivery *delivery.Policy
+	// Intents gives the compiled form of an intent; the hub passes its scheduler's cache, so
+	// that delivery reads what scheduling read, compiled once per generation. Nil compiles
+	// the intent on every sync.
+	Intents IntentCompiler
+}
+
+// IntentCompiler gives the compiled form of an HPAIntent, which the caller must not modify,
+// or the error of hpa.Compile.
+type IntentCompiler interface {
+	Intent(in *fleetfitv1alpha1.HPAIntent) (*hpa.Intent, error)
+}
+
+// compile returns the compiled form of an intent.
+func (c *Controller) compile(in *fleetfitv1alpha1.HPAIntent) (*hpa.Intent, error) {
+	if c.opts.Intents != nil {
+		return c.opts.Intents.Intent(in)
+	}
+	return hpa.Compile(in)
 }
 
 // Clients are what the controller writes with.

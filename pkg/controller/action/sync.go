@@ -27,7 +27,6 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/mutation"
-	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
@@ -77,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			"Nothing is delivered: %s", textcap.Join(problems, "; ", 5, textcap.MaxMessage))
 		return nil // terminal until the intent or the hub's policy changes
 	}
-	resolved, err := hpa.Resolve(in)
+	compiled, err := c.compile(in)
 	if err != nil {
 		// Valid, yet it does not resolve: the validation controller has not seen this
 		// generation's problem yet. Say so; its next verdict requeues the intent.
@@ -95,7 +94,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	var errs []error
 	for _, cluster := range clusters {
-		if err := c.deliver(ctx, in, resolved, cluster); err != nil {
+		if err := c.deliver(ctx, in, compiled, cluster); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", cluster, err))
 		}
 	}
@@ -127,7 +126,7 @@ func (c *Controller) decidedClusters(in *fleetfitv1alpha1.HPAIntent) ([]string, 
 }
 
 // deliver creates or updates the intent's ManifestWork on one cluster.
-func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string) error {
+func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent, compiled *hpa.Intent, cluster string) error {
 	existing, err := c.works.ManifestWorks(cluster).Get(WorkName(in))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -135,11 +134,11 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 	if apierrors.IsNotFound(err) {
 		existing = nil
 	}
-	optional, err := c.optionalFor(in, r, cluster, existing)
+	optional, err := c.optionalFor(compiled, cluster, existing)
 	if err != nil {
 		return err
 	}
-	want, err := desiredWork(in, r, cluster, optional)
+	want, err := desiredWork(in, &compiled.Resolved, cluster, optional)
 	if err != nil {
 		return err
 	}
@@ -175,12 +174,12 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 //
 // A cluster without inventory gets no optional requirement; an inventory that cannot be read
 // is an error, retried, rather than a delivery without the optional requirements.
-func (c *Controller) optionalFor(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, existing *workv1.ManifestWork) (map[string][]string, error) {
+func (c *Controller) optionalFor(compiled *hpa.Intent, cluster string, existing *workv1.ManifestWork) (map[string][]string, error) {
 	out := map[string][]string{}
 	if existing != nil {
 		if v, ok := existing.Annotations[AnnotationOptional]; ok {
 			known := sets.New[string]()
-			for _, cs := range r.Consumers {
+			for _, cs := range compiled.Consumers {
 				for _, o := range cs.Optional {
 					known.Insert(cs.Name + "/" + o.Name)
 				}
@@ -202,13 +201,10 @@ func (c *Controller) optionalFor(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved
 		return nil, fmt.Errorf("reading the ClusterInventory of %s: %w", cluster, err)
 	}
 	view := inventory.NewView(&inv.Status)
-	consumers, err := hardwarefit.Consumers(in)
-	if err != nil {
-		return nil, fmt.Errorf("compiling the intent's requirements: %w", err)
-	}
-	for _, cs := range consumers {
-		for _, o := range cs.Optional {
-			if n, _ := view.MaxReplicas(o.Request); n >= max(cs.Replicas, 1) {
+	for i := range compiled.Consumers {
+		cs := &compiled.Consumers[i]
+		for k := range cs.Optional {
+			if o := &cs.Optional[k]; cs.MeetsOptional(view, o) {
 				out[cs.Name] = append(out[cs.Name], o.Name)
 			}
 		}

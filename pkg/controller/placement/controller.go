@@ -437,6 +437,7 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 		},
 		Delete: func(in *fleetfitv1alpha1.HPAIntent) {
 			c.scheduledWrites.Delete(in.UID)
+			c.cache.DeleteIntent(in)
 			onIntent(in)
 		},
 	}

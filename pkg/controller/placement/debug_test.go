@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -43,14 +43,16 @@ func TestDryRunCannotPlantCompiledIntents(t *testing.T) {
 	if gotP.UID != "" || len(gotIntents) != 1 || gotIntents[0].UID != "" || gotIntents[0].Generation != 0 {
 		t.Fatalf("posted objects keep their identity: placement uid %q, intents %v", gotP.UID, gotIntents)
 	}
-	if _, err := hardwarefit.Consumers(gotIntents...); err != nil {
+	// Both go through the hub's cache of compiled intents, the posted one first.
+	compiledIntents := cache.New()
+	if _, err := compiledIntents.Intent(gotIntents[0]); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := hardwarefit.Consumers(real)
+	compiled, err := compiledIntents.Intent(real)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cs[0].Requests[corev1.ResourceCPU]; got.String() != "1" {
+	if got := compiled.Consumers[0].Requests[corev1.ResourceCPU]; got.String() != "1" {
 		t.Errorf("the stored intent compiles to cpu %s after a dry run posted 64 under its UID, want 1", got.String())
 	}
 

@@ -10,6 +10,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -64,7 +65,7 @@ func TestGroupLength(t *testing.T) {
 }
 
 func TestGroupDecisions(t *testing.T) {
-	fleet := utiltesting.Fleet{}
+	fleet := cachetest.Fleet{}
 	for i, n := range names("c", 1, 6) {
 		region := "east"
 		if i%2 == 1 {
@@ -192,7 +193,7 @@ func TestLayoutDecisions(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := utiltesting.MakePlacement("p", "ns").Obj()
-			snap := utiltesting.Fleet{}.Snapshot()
+			snap := cachetest.Fleet{}.Snapshot()
 			groups, st := groupDecisions(p, snap, decisionsOf(tc.selected))
 			if st != nil {
 				t.Fatal(st)
@@ -259,7 +260,7 @@ func TestNoClusterVanishes(t *testing.T) {
 				}
 			}
 			p := utiltesting.MakePlacement("p", "ns").Obj()
-			groups, _ := groupDecisions(p, utiltesting.Fleet{}.Snapshot(), decisionsOf(tc.selected))
+			groups, _ := groupDecisions(p, cachetest.Fleet{}.Snapshot(), decisionsOf(tc.selected))
 			desired := layoutDecisions("p", "", groups, tc.before)
 			for n, interim := range interimDecisions(desired, tc.before) {
 				state[n] = decisionClusterNames(interim)

@@ -17,10 +17,10 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
-	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
@@ -60,9 +60,15 @@ func Reserve(c *cache.Cache, p *clusterv1beta1.Placement, intents []*fleetfitv1a
 	if added.Len() == 0 {
 		return
 	}
-	consumers, err := hardwarefit.Consumers(intents...)
-	if err != nil {
-		return // validation reports it; the cycle would have failed first
+	var consumers []*hpa.Consumer
+	for _, in := range intents {
+		compiled, err := c.Intent(in)
+		if err != nil {
+			return // validation reports it; the cycle would have failed first
+		}
+		for i := range compiled.Consumers {
+			consumers = append(consumers, &compiled.Consumers[i])
+		}
 	}
 	for _, name := range sets.List(added) {
 		base := framework.RequestedTotals(c.Inventory(name))
@@ -72,8 +78,8 @@ func Reserve(c *cache.Cache, p *clusterv1beta1.Placement, intents []*fleetfitv1a
 				continue
 			}
 			rs = append(rs, framework.Reservation{
-				Placement: key, Request: cs.Request, Replicas: cs.Replicas,
-				Amounts: consumerAmounts(cs), Base: base, Until: now.Add(timeout),
+				Placement: key, Request: cs.Request, Replicas: int64(cs.Replicas),
+				Amounts: cs.Amounts(), Base: base, Until: now.Add(timeout),
 			})
 		}
 		c.Reserve(name, key, rs, now)
@@ -136,7 +142,7 @@ func (c *Controller) writeIntentStatus(ctx context.Context, planned *fleetfitv1a
 // whose status.scheduledPlacement this controller has written, but whose informer copy does
 // not show it yet, is replaced by a copy that does. Without it, the cycle right after the
 // first would take an intent that has shaped its placement for a new one (see
-// hardwarefit.KeepsDecided) and check the clusters it chose in full again.
+// framework.Request.KeepsDecided) and check the clusters it chose in full again.
 func (c *Controller) withWrittenScheduledPlacement(intents []*fleetfitv1alpha1.HPAIntent) []*fleetfitv1alpha1.HPAIntent {
 	out, copied := intents, false
 	for i, in := range intents {
@@ -161,11 +167,11 @@ func (c *Controller) withWrittenScheduledPlacement(intents []*fleetfitv1alpha1.H
 // no HardwareFit or the intent does not resolve).
 func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, req *framework.Request, res *scheduler.Result) (status *fleetfitv1alpha1.HPAIntentStatus, changed bool) {
 	snap := res.Snapshot()
-	eligible, passed := res.Before(hardwarefit.Name), res.After(hardwarefit.Name)
+	eligible, passed := res.Before(framework.HardwareFitName), res.After(framework.HardwareFitName)
 	if eligible == nil || passed == nil {
 		return &in.Status, false // the profile has no HardwareFit: there are no candidates to report
 	}
-	consumers, err := hardwarefit.Consumers(in)
+	compiled, err := snap.Intent(in)
 	if err != nil {
 		return &in.Status, false
 	}
@@ -176,11 +182,13 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 	status = in.Status.DeepCopy()
 	status.Candidates = nil
 	budget := maxCandidateNames
-	keep := hardwarefit.KeepsDecided(req)
-	for _, cs := range consumers {
+	keep := req.KeepsDecided()
+	for k := range compiled.Consumers {
+		cs := &compiled.Consumers[k]
+		one := []*hpa.Consumer{cs}
 		allow := passed.Clone()
 		rejected.ForEach(func(i int) {
-			if ok, _ := hardwarefit.FitsConsumer(snap.Cluster(i), cs, req.Key(), keep && req.Decided.Has(i), req.Now); ok {
+			if ok, _ := snap.Cluster(i).FitsHardware(one, req.Key(), keep && req.Decided.Has(i), req.Now); ok {
 				allow.Set(i)
 			}
 		})
@@ -204,10 +212,10 @@ const (
 
 // candidates is a consumer's allow or deny list, whichever is shorter, naming at most limit
 // clusters.
-func candidates(snap *framework.Snapshot, cs hardwarefit.Consumer, eligible, allow *framework.Bitset, limit int) fleetfitv1alpha1.ConsumerCandidates {
+func candidates(snap *framework.Snapshot, cs *hpa.Consumer, eligible, allow *framework.Bitset, limit int) fleetfitv1alpha1.ConsumerCandidates {
 	deny := eligible.Clone()
 	deny.AndNot(allow)
-	out := fleetfitv1alpha1.ConsumerCandidates{Consumer: cs.Name, Replicas: int32(cs.Replicas), Mode: fleetfitv1alpha1.CandidateAllow}
+	out := fleetfitv1alpha1.ConsumerCandidates{Consumer: cs.Name, Replicas: cs.Replicas, Mode: fleetfitv1alpha1.CandidateAllow}
 	list := allow
 	if deny.Count() < allow.Count() {
 		out.Mode, list = fleetfitv1alpha1.CandidateDeny, deny
@@ -264,7 +272,7 @@ func scheduledCondition(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placem
 	var reasons []string
 	for _, hardware := range []bool{true, false} {
 		for _, f := range res.Filters {
-			if (f.Plugin == hardwarefit.Name) != hardware {
+			if (f.Plugin == framework.HardwareFitName) != hardware {
 				continue
 			}
 			for _, r := range f.Rejected {

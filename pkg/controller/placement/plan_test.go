@@ -16,6 +16,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -57,7 +58,7 @@ func TestScoreRateLimit(t *testing.T) {
 func TestMisconfiguredIntentsSayWhy(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	node := utiltesting.MakeNode("n").Resource(corev1.ResourceCPU, "16").Resource(corev1.ResourceMemory, "64Gi").Obj()
-	fleet := utiltesting.Fleet{
+	fleet := cachetest.Fleet{
 		Clusters:    []*clusterv1.ManagedCluster{utiltesting.MakeCluster("c1").ClusterSet("default").Obj()},
 		Sets:        []*clusterv1beta2.ManagedClusterSet{utiltesting.MakeExclusiveClusterSet("default")},
 		Bindings:    []*clusterv1beta2.ManagedClusterSetBinding{utiltesting.MakeClusterSetBinding("app", "default")},

@@ -15,7 +15,6 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
-	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
 )
 
 // maxPersistedReservations bounds status.reservations of one intent (the CRD allows 1000): a
@@ -38,11 +37,11 @@ const maxPersistedReservations = 500
 // asks for no amounts holds none.
 func persistedReservations(in *fleetfitv1alpha1.HPAIntent, snap *framework.Snapshot, before []string, after []scheduler.Decision,
 	now time.Time, timeout time.Duration) []fleetfitv1alpha1.ClusterReservation {
-	consumers, err := hardwarefit.Consumers(in)
+	compiled, err := snap.Intent(in)
 	if err != nil {
 		return nil
 	}
-	amounts := intentAmounts(consumers)
+	amounts := compiled.Amounts()
 	if len(amounts) == 0 {
 		return nil
 	}
@@ -106,27 +105,6 @@ func reservationOf(r fleetfitv1alpha1.ClusterReservation, amounts corev1.Resourc
 	return framework.Reservation{Amounts: amounts, Base: base, Until: r.Since.Add(timeout)}
 }
 
-// intentAmounts is the total an intent's consumers request: requests × replicas, summed.
-func intentAmounts(consumers []hardwarefit.Consumer) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, cs := range consumers {
-		if cs.Replicas <= 0 {
-			continue
-		}
-		for name, q := range cs.Requests {
-			if q.IsZero() {
-				continue
-			}
-			total := q.DeepCopy()
-			total.Mul(cs.Replicas)
-			sum := out[name]
-			sum.Add(total)
-			out[name] = sum
-		}
-	}
-	return out
-}
-
 // restoreReservations puts back in the cache the reservations that the intents' status holds
 // and that still count at now: their placement still decides the cluster, they have not
 // lapsed, and the cluster's inventory does not show the pods. It runs once the caches are
@@ -151,11 +129,11 @@ func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int 
 		}
 		key := in.Namespace + "/" + placement
 		decided := sets.New(snap.DecidedNames(key)...)
-		consumers, err := hardwarefit.Consumers(in)
+		compiled, err := snap.Intent(in)
 		if err != nil {
 			continue
 		}
-		amounts := intentAmounts(consumers)
+		amounts := compiled.Amounts()
 		for _, r := range in.Status.Reservations {
 			if !decided.Has(r.ClusterName) || !now.Before(r.Since.Add(timeout)) || seen(snap, r, amounts) {
 				continue
@@ -164,12 +142,13 @@ func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int 
 			if _, ok := held[s]; !ok {
 				order = append(order, s)
 			}
-			for _, cs := range consumers {
+			for k := range compiled.Consumers {
+				cs := &compiled.Consumers[k]
 				if cs.Replicas <= 0 {
 					continue
 				}
-				res := reservationOf(r, consumerAmounts(cs), timeout)
-				res.Placement, res.Request, res.Replicas = key, cs.Request, cs.Replicas
+				res := reservationOf(r, cs.Amounts(), timeout)
+				res.Placement, res.Request, res.Replicas = key, cs.Request, int64(cs.Replicas)
 				held[s] = append(held[s], res)
 			}
 		}
@@ -181,11 +160,6 @@ func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int 
 		logger.Info("Restored in-flight reservations from HPAIntent status", "count", len(order))
 	}
 	return len(order)
-}
-
-// consumerAmounts is what one consumer's replicas request in all.
-func consumerAmounts(cs hardwarefit.Consumer) corev1.ResourceList {
-	return intentAmounts([]hardwarefit.Consumer{cs})
 }
 
 func (c *Controller) reservationTimeout() time.Duration {

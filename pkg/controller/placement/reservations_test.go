@@ -11,6 +11,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -21,7 +22,7 @@ func TestPersistedReservations(t *testing.T) {
 		return utiltesting.MakePod("app", "p-"+cpu, "n", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)})
 	}
 	clusters := []string{"idle", "running", "kept", "gone", "old"}
-	fleet := utiltesting.Fleet{}
+	fleet := cachetest.Fleet{}
 	for _, c := range clusters {
 		fleet.Clusters = append(fleet.Clusters, utiltesting.MakeCluster(c).Obj())
 	}

@@ -2,6 +2,11 @@
 // out immutable snapshots to scheduling cycles. A snapshot is rebuilt only when something
 // changed since the last one, and rebuilding shares every unchanged ClusterInfo: no cycle ever
 // deep-copies the fleet.
+//
+// Beside the fleet it holds the compiled form of the stored HPAIntents (hpa.Intent), one per
+// UID and generation, which its snapshots hand out (framework.Snapshot.Intent) and the
+// controllers read through Intent: an intent is compiled once per generation, whoever reads
+// it.
 package cache
 
 import (
@@ -11,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -19,6 +25,7 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -49,6 +56,9 @@ type Cache struct {
 	staleAfter time.Duration
 
 	snap *framework.Snapshot
+
+	// intents are the compiled HPAIntents that snapshots hand to their readers.
+	intents compiledIntents
 }
 
 type decisionEntry struct {
@@ -71,6 +81,7 @@ func New() *Cache {
 		byKey:        map[string]map[string]struct{}{},
 		clusterIndex: map[string]map[string]int{},
 		staleAfter:   framework.InventoryStaleAfter,
+		intents:      compiledIntents{m: map[types.UID]*hpa.Intent{}},
 	}
 }
 
@@ -115,6 +126,7 @@ func (c *Cache) snapshotLocked() *framework.Snapshot {
 		Sets:     make([]*clusterv1beta2.ManagedClusterSet, 0, len(c.sets)),
 		Bindings: make(map[string][]string, len(c.bindings)),
 		Decided:  make(map[string][]string, len(c.byKey)),
+		Intents:  c,
 	}
 	for _, name := range c.sorted {
 		info := c.infos[name]

@@ -1,5 +1,5 @@
 // Package framework defines how fleetfit's placement scheduler is extended: plugins with one
-// interface per extension point (Filter, Score, RequeueAfter), a Status that tells an expected
+// interface per extension point (PreFilter, Filter, Score, RequeueAfter), a Status that tells an expected
 // rejection from a misconfiguration and from an internal error, per-cycle state, and the
 // immutable, indexed Snapshot of the fleet that a cycle reads.
 //
@@ -61,6 +61,16 @@ func Rejectf(r Rejections, cluster int, format string, args ...any) {
 	if r != nil {
 		r.Reject(cluster, fmt.Sprintf(format, args...))
 	}
+}
+
+// PreFilterPlugin prepares, once per cycle and before any filter runs, what its Filter and
+// Score read back from the CycleState, so that neither computes it again. Only filters in the
+// profile have their PreFilter run; a prioritizer must cope with a state it did not prepare.
+type PreFilterPlugin interface {
+	Plugin
+	// PreFilter writes the plugin's per-cycle data into state. A Misconfigured or Error
+	// status stops the cycle before any filter runs.
+	PreFilter(ctx context.Context, state *CycleState, snap *Snapshot, req *Request) *Status
 }
 
 // FilterPlugin narrows the clusters a placement may use.

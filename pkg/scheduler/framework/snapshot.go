@@ -106,6 +106,8 @@ type Snapshot struct {
 
 	decisionCount []int32
 	decided       map[string][]string
+
+	intents IntentCompiler
 }
 
 // SnapshotInput is everything a snapshot is built from. Decided maps a placement key
@@ -116,6 +118,9 @@ type SnapshotInput struct {
 	// Bindings maps a namespace to the names of the ManagedClusterSetBindings in it.
 	Bindings map[string][]string
 	Decided  map[string][]string
+	// Intents gives the compiled form of HPAIntents (see Snapshot.Intent); nil compiles
+	// each intent whenever it is asked for.
+	Intents IntentCompiler
 }
 
 // NewSnapshot indexes the input. Cluster-set membership is evaluated once here, so cycles
@@ -128,6 +133,7 @@ func NewSnapshot(in SnapshotInput) *Snapshot {
 		setObjs:  make(map[string]*clusterv1beta2.ManagedClusterSet, len(in.Sets)),
 		bindings: in.Bindings,
 		decided:  in.Decided,
+		intents:  in.Intents,
 	}
 	less := func(a, b *ClusterInfo) int { return strings.Compare(a.Name(), b.Name()) }
 	if !slices.IsSortedFunc(s.clusters, less) {

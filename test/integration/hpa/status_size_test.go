@@ -14,6 +14,7 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -32,7 +33,7 @@ func TestStatusOfALargeFleetIsWritten(t *testing.T) {
 	now := time.Now()
 	small := utiltesting.MakeNode("n").Resource(corev1.ResourceCPU, "2").Resource(corev1.ResourceMemory, "8Gi").Obj()
 	large := utiltesting.MakeNode("n").Resource(corev1.ResourceCPU, "16").Resource(corev1.ResourceMemory, "64Gi").Obj()
-	f := utiltesting.Fleet{
+	f := cachetest.Fleet{
 		Sets:     []*clusterv1beta2.ManagedClusterSet{utiltesting.MakeExclusiveClusterSet(set)},
 		Bindings: []*clusterv1beta2.ManagedClusterSetBinding{utiltesting.MakeClusterSetBinding(e.ns, set)},
 	}

@@ -9,6 +9,7 @@ import (
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -76,7 +77,7 @@ func TestScore(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			snap := st.Fleet{Clusters: clusters, Scores: tc.scores}.Snapshot()
+			snap := cachetest.Fleet{Clusters: clusters, Scores: tc.scores}.Snapshot()
 			req := &framework.Request{
 				Placement: st.MakePlacement("p", "ns").Obj(),
 				Decided:   framework.NewBitset(snap.NumClusters()),

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -72,7 +73,7 @@ func TestScore(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			snap := st.Fleet{Clusters: tc.clusters, Decided: tc.decided}.Snapshot()
+			snap := cachetest.Fleet{Clusters: tc.clusters, Decided: tc.decided}.Snapshot()
 			req := &framework.Request{
 				Placement: st.MakePlacement("p", "ns").Obj(),
 				Decided:   snap.BitsetOf(snap.DecidedNames("ns/p")),

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -59,7 +60,8 @@ func BenchmarkHardwareFit(b *testing.B) {
 		statuses[k] = benchInventory(k)
 		statuses[k].ObservedAt = metav1.NewTime(now)
 	}
-	in := framework.SnapshotInput{}
+	// The hub's cache compiles the intent once for all cycles, as in the hub.
+	in := framework.SnapshotInput{Intents: cache.New()}
 	for k := range numClusters {
 		name := fmt.Sprintf("cluster-%05d", k)
 		inv := &fleetfitv1alpha1.ClusterInventory{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name}, Status: statuses[k%kinds]}

@@ -10,6 +10,7 @@ import (
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -80,10 +81,11 @@ func FuzzValidIntentsCompile(f *testing.F) {
 		if errs := validation.ValidateHPAIntent(in); len(errs) > 0 {
 			return
 		}
-		consumers, err := Compile(in)
+		compiled, err := hpa.Compile(in)
 		if err != nil {
 			t.Fatalf("Compile refused an intent validation accepts: %v\nintent spec: %+v", err, in.Spec)
 		}
+		consumers := compiled.Consumers
 		if len(consumers) != 1 {
 			t.Fatalf("Compile returned %d consumers, want 1", len(consumers))
 		}

@@ -7,14 +7,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
-func benchFleet(n int) st.Fleet {
+func benchFleet(n int) cachetest.Fleet {
 	envs := []string{"prod", "staging", "dev"}
 	regions := []string{"us-east", "us-west", "eu-west", "ap-south"}
-	var f st.Fleet
+	var f cachetest.Fleet
 	for i := range n {
 		name := fmt.Sprintf("cluster-%05d", i)
 		f.Clusters = append(f.Clusters, st.MakeCluster(name).

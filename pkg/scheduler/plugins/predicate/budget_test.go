@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -35,8 +36,8 @@ func overLabels(n int) string {
 }
 
 // labelled is a fleet of n clusters with labels labels each.
-func labelled(n, labels int) st.Fleet {
-	var f st.Fleet
+func labelled(n, labels int) cachetest.Fleet {
+	var f cachetest.Fleet
 	for i := range n {
 		c := st.MakeCluster(fmt.Sprintf("c%05d", i))
 		for l := range labels {

@@ -14,6 +14,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -28,8 +29,8 @@ type reasons struct {
 
 func (r *reasons) Reject(i int, reason string) { r.got[r.snap.Cluster(i).Name()] = reason }
 
-func testFleet() st.Fleet {
-	return st.Fleet{
+func testFleet() cachetest.Fleet {
+	return cachetest.Fleet{
 		Clusters: []*clusterv1.ManagedCluster{
 			st.MakeCluster("c1").Label("env", "prod").Label("version", "1.30").Claim("region", "us-east").KubeVersion("v1.30.2").Obj(),
 			st.MakeCluster("c2").Label("env", "dev").Label("version", "1.28").Claim("region", "eu-west").KubeVersion("v1.28.0").Obj(),
@@ -42,7 +43,7 @@ func testFleet() st.Fleet {
 	}
 }
 
-func newPlugin(t testing.TB, f st.Fleet) *Predicate {
+func newPlugin(t testing.TB, f cachetest.Fleet) *Predicate {
 	t.Helper()
 	p, err := New(scheduler.NewHandle(clocktesting.NewFakePassiveClock(now), f.ScoreLister()), framework.Args{})
 	if err != nil {

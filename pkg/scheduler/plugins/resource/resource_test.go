@@ -12,6 +12,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -205,7 +206,7 @@ func TestScore(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			snap := st.Fleet{Clusters: tc.clusters, Inventories: tc.inventories}.Snapshot()
+			snap := cachetest.Fleet{Clusters: tc.clusters, Inventories: tc.inventories}.Snapshot()
 			req := &framework.Request{
 				Placement: st.MakePlacement("p", "ns").Obj(),
 				Decided:   framework.NewBitset(snap.NumClusters()),

@@ -8,6 +8,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -37,7 +38,7 @@ type fixture struct {
 }
 
 func (f fixture) build() (*framework.Snapshot, *framework.Request) {
-	snap := st.Fleet{Clusters: f.clusters, Decided: map[string][]string{"ns/p": f.decided}}.Snapshot()
+	snap := cachetest.Fleet{Clusters: f.clusters, Decided: map[string][]string{"ns/p": f.decided}}.Snapshot()
 	pl := st.MakePlacement("p", "ns")
 	for _, t := range f.tolerations {
 		pl.Toleration(t)

@@ -1,4 +1,6 @@
-package testing
+// Package cachetest builds scheduler snapshots for tests from hub objects, with the hub's own
+// cache, so that a test's fleet is indexed exactly as the hub indexes it.
+package cachetest
 
 import (
 	"strings"

@@ -1,0 +1,114 @@
+package hpa
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+)
+
+// Intent is one generation of an HPAIntent in the form everything
+// downstream reads: the resolved consumers, each with its fit queries
+// (Consumer.Request, OptionalRequirement.Request), and the decoded workload.
+// It is built once per UID and generation (the scheduler's cache holds it)
+// and never modified afterwards, so any number of cycles and controllers may
+// read it at once. It shares nothing with the object it came from.
+type Intent struct {
+	Namespace, Name string
+	// UID and Generation identify what it was compiled from; both are empty
+	// for an object that is not stored, such as one posted to the dry run.
+	UID        types.UID
+	Generation int64
+	Resolved
+}
+
+// Compile resolves an intent (see Resolve, whose errors it returns as they
+// are) and compiles every consumer's requirements into fit queries.
+func Compile(in *v1alpha1.HPAIntent) (*Intent, error) {
+	r, err := Resolve(in)
+	if err != nil {
+		return nil, err
+	}
+	out := &Intent{Namespace: in.Namespace, Name: in.Name, UID: in.UID, Generation: in.Generation, Resolved: *r}
+	for i := range out.Consumers {
+		c := &out.Consumers[i]
+		c.Intent = in.Name
+		if c.Request, err = inventory.NewRequest(c.Requests, c.Features, out.Tolerations(c)); err != nil {
+			return nil, fmt.Errorf("consumer %q: %w", c.Name, err)
+		}
+		for k := range c.Optional {
+			o := &c.Optional[k]
+			if o.Request, err = compileOptional(&out.Resolved, c, o); err != nil {
+				return nil, fmt.Errorf("consumer %q, optional requirement %q: %w", c.Name, o.Name, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// compileOptional is one replica of c with o met as well: o's amount replaces
+// a mandatory amount of the same resource, and o's feature joins the
+// mandatory ones, as the delivered pod will have them (pkg/mutation).
+func compileOptional(r *Resolved, c *Consumer, o *OptionalRequirement) (*inventory.Request, error) {
+	requests := c.Requests.DeepCopy()
+	for name, q := range o.Requests {
+		requests[name] = q
+	}
+	features := c.Features
+	if o.Feature != nil {
+		features = append(features[:len(features):len(features)], *o.Feature)
+	}
+	// A pod that meets an optional amount requests it, so it also tolerates that
+	// resource's taint, such as nvidia.com/gpu:NoSchedule on GPU nodes.
+	withOptional := *c
+	withOptional.Requests = requests
+	return inventory.NewRequest(requests, features, r.Tolerations(&withOptional))
+}
+
+// Amounts is what the consumer's replicas request in all: requests ×
+// replicas, per resource, without zero amounts.
+func (c *Consumer) Amounts() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	c.addAmounts(out)
+	return out
+}
+
+// Amounts is what all the intent's consumers request in all.
+func (in *Intent) Amounts() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := range in.Consumers {
+		in.Consumers[i].addAmounts(out)
+	}
+	return out
+}
+
+func (c *Consumer) addAmounts(out corev1.ResourceList) {
+	if c.Replicas <= 0 {
+		return
+	}
+	for name, q := range c.Requests {
+		if q.IsZero() {
+			continue
+		}
+		total := q.DeepCopy()
+		total.Mul(int64(c.Replicas))
+		sum := out[name]
+		sum.Add(total)
+		out[name] = sum
+	}
+}
+
+// MeetsOptional reports whether a cluster's nodes can host every replica of
+// the consumer with the optional requirement o met as well (at least one
+// replica for a consumer of none). The scheduler scores what it meets, and
+// delivery applies what it meets.
+func (c *Consumer) MeetsOptional(v *inventory.View, o *OptionalRequirement) bool {
+	if v == nil || o.Request == nil {
+		return false
+	}
+	n, _ := v.MaxReplicas(o.Request)
+	return n >= max(int64(c.Replicas), 1)
+}

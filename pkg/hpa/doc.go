@@ -1,0 +1,42 @@
+// Package hpa turns an HPAIntent into the one form the rest of the hub works
+// with. HPA means hardware platform awareness: an HPAIntent says what hardware
+// the pods of a workload need (amounts of resources and node features), not
+// how many pods to run.
+//
+// Resolve reads an intent: per consumer, the replica count, the per-replica
+// mandatory requests in Kubernetes units, the mandatory node features as
+// NodeSelectorRequirements and the optional requirements with their weights.
+// It is the one place that knows EMCO's shorthands (legacy units, feature
+// value), so nothing downstream has to. It also checks what the CRD cannot:
+// that the consumers fit the workload manifests the intent carries. Every
+// problem it reports says what to change.
+//
+// Compile resolves an intent and adds each consumer's fit queries
+// (inventory.Request, for the mandatory requirements and for each optional
+// one). Its result, Intent, is the compiled form of one generation of an
+// intent, as Kueue's workload.Info is of a Workload: the scheduler's cache
+// compiles each stored intent once per UID and generation, and the
+// HardwareFit plugin, the reservations and the candidates in the intent's
+// status (the placement controller) and the delivery (the action controller)
+// all read that same value.
+//
+// # Adding a requirement kind
+//
+// A new kind of requirement touches four places and no other:
+//
+//  1. The API type and its validation: a field of ResourceRequirement in
+//     pkg/apis/fleetfit/v1alpha1, its CRD markers and CEL rules, and the same
+//     rules in pkg/apis/fleetfit/v1alpha1/validation (for clients that skip
+//     admission, such as fleet files).
+//  2. This package: resolve the field into Consumer (mandatory) or
+//     OptionalRequirement (optional), and make Compile put it into the
+//     consumer's inventory.Request.
+//  3. pkg/inventory: what the Request asks of a node, so that View and
+//     Allocation answer fit questions with it, never over-estimating a
+//     cluster.
+//  4. pkg/mutation: what the delivered pod template gets so that the spoke's
+//     scheduler puts the pods where the hub found room.
+//
+// The scheduler, its plugins and the controllers read only Intent and
+// inventory.Request, so they need no change.
+package hpa

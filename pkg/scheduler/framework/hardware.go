@@ -1,0 +1,138 @@
+package framework
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+)
+
+// HardwareFitName is the name of the HardwareFit plugin, which filters and scores with
+// HPAIntents. It is here, not in the plugin's package, because the placement controller
+// reads that filter's result for the intents' status and must not depend on a plugin.
+const HardwareFitName = "HardwareFit"
+
+// NoInventory is the reason a cluster without a ClusterInventory cannot host hardware
+// requirements. On a hub that means no agent reports for the cluster; a simulation over fleet
+// files words it for files.
+const NoInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
+
+// KeepsDecided reports whether the placement's decided clusters get the relaxed check of
+// FitsHardware. They do when every intent has shaped the placement's decisions before
+// (status.scheduledPlacement names it): then its pods may run there. An intent that never
+// did — just created, moved from another placement, or seen by the hub after its Placement —
+// did not choose those clusters, and its requirements are checked on them in full.
+func (r *Request) KeepsDecided() bool {
+	for _, in := range r.Intents {
+		if in.Status.ScheduledPlacement != r.Placement.Name {
+			return false
+		}
+	}
+	return true
+}
+
+// FitsHardware reports whether the replicas of every consumer fit on the cluster's nodes,
+// and why not. For a cluster the placement does not decide (decided false) that is the full
+// check: a fresh inventory, every label the consumers require reported, and all replicas
+// placed together after the active reservations of other placements (placementKey names the
+// placement being scheduled, whose own reservations are not subtracted). For a decided one it
+// is the relaxed check of stillFits.
+func (c *ClusterInfo) FitsHardware(consumers []*hpa.Consumer, placementKey string, decided bool, now time.Time) (bool, string) {
+	if decided {
+		return c.stillFits(consumers)
+	}
+	return c.fits(consumers, placementKey, now)
+}
+
+// allocations holds Allocations for fits to reuse: the scratch buffers of a fresh Allocation
+// per cluster were most of what a filter over a large fleet allocated. Nothing fits returns
+// refers to an Allocation, so Reset may reuse its memory.
+var allocations = sync.Pool{New: func() any { return new(inventory.Allocation) }}
+
+func (c *ClusterInfo) fits(consumers []*hpa.Consumer, placementKey string, now time.Time) (bool, string) {
+	if ok, why := c.fresh(now); !ok {
+		return false, why
+	}
+	for _, cs := range consumers {
+		if cs.Replicas <= 0 {
+			continue
+		}
+		if key, unknown := c.View.Unreported(cs.Request.Selector()); unknown {
+			return false, c.unreported(cs, key)
+		}
+	}
+	alloc := allocations.Get().(*inventory.Allocation)
+	defer allocations.Put(alloc)
+	alloc.Reset(c.View)
+	for k := range c.Reservations {
+		r := &c.Reservations[k]
+		if r.Placement != placementKey && r.Active(now) {
+			alloc.Place(r.Request, r.Replicas)
+		}
+	}
+	for _, cs := range consumers {
+		if cs.Replicas <= 0 {
+			continue
+		}
+		replicas := int64(cs.Replicas)
+		placed := alloc.Place(cs.Request, replicas)
+		if placed >= replicas {
+			continue
+		}
+		if ok, why := c.View.FitsOnOneNode(cs.Request); !ok {
+			return false, fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
+		}
+		if placed == 0 {
+			return false, fmt.Sprintf("consumer %s/%s: no node has room left for a replica once other consumers and in-flight placements are counted", cs.Intent, cs.Name)
+		}
+		return false, fmt.Sprintf("consumer %s/%s: only %d of %d replicas fit on the cluster's nodes", cs.Intent, cs.Name, placed, replicas)
+	}
+	return true, ""
+}
+
+// stillFits is the check for a cluster the placement already decides: its own pods may already
+// run there and take the room they need, so only the nodes' features are checked again, from
+// the last report however old (a consumer whose required features no schedulable node has any
+// more loses the cluster). A feature on a label the cluster does not report is unknown there,
+// not missing, so it keeps the cluster, as silence does: the agent is told which keys to
+// report and answers within one report.
+func (c *ClusterInfo) stillFits(consumers []*hpa.Consumer) (bool, string) {
+	if c.View == nil {
+		return false, NoInventory
+	}
+	for _, cs := range consumers {
+		if _, unknown := c.View.Unreported(cs.Request.Selector()); unknown {
+			continue
+		}
+		if !c.View.HasNode(cs.Request.Selector()) {
+			_, why := c.View.FitsOnOneNode(cs.Request)
+			return false, fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
+		}
+	}
+	return true, ""
+}
+
+// unreported is why a cluster is not chosen for a consumer that requires a label its agent
+// does not report (yet: the hub asks every agent for the keys intents use).
+func (c *ClusterInfo) unreported(cs *hpa.Consumer, key string) string {
+	why := fmt.Sprintf("consumer %s/%s: cluster %s does not report label %s yet", cs.Intent, cs.Name, c.Name(), key)
+	if c.Inventory != nil && c.Inventory.Status.ReportedLabels == nil {
+		// Its agent will not answer the hub's request: it predates it.
+		why += " (its fleetfit agent does not say which labels it reports, so only the default prefixes count: upgrade the agent)"
+	}
+	return why
+}
+
+func (c *ClusterInfo) fresh(now time.Time) (bool, string) {
+	if c.View == nil {
+		return false, NoInventory
+	}
+	if !c.InventoryFresh(now) {
+		age, _ := c.InventoryAge(now)
+		return false, fmt.Sprintf("the ClusterInventory is %s old (more than %s): not chosen anew until the fleetfit agent reports again (is it running, and can it reach the hub?)",
+			age.Round(time.Second), c.StaleAfter)
+	}
+	return true, ""
+}
