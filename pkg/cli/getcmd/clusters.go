@@ -80,7 +80,10 @@ it has, and gets no new ones until its agent reports again.`,
 
 // Run prints the clusters.
 func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
-	fleet, err := loadFleet(ctx, o.Flags, o.Files, o.Now(), simulate.KindManagedClusters, simulate.KindClusterInventories)
+	// One moment for reading and for ages: inventories built from a file's Nodes are observed
+	// now, and read as 0s old however long reading took.
+	now := o.Now()
+	fleet, err := loadFleet(ctx, o.Flags, o.Files, now, simulate.KindManagedClusters, simulate.KindClusterInventories)
 	if err != nil {
 		return err
 	}
@@ -112,7 +115,6 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 		header = append(header, "OTHER RESOURCES FREE/ALLOC", "LABELS")
 	}
 	t.Row(header...)
-	now := o.Now()
 	for _, c := range clusters {
 		row := []string{c.Name, available(c)}
 		inv := inventories[c.Name]
