@@ -135,18 +135,26 @@ func (c *Cluster) upsertNode(node *corev1.Node) {
 // with them: nodes must be the cluster's current Nodes, since the inventory
 // keeps only the labels it reports and cannot find the others by itself.
 // The keys must be valid label keys, at most v1alpha1.MaxLabelKeys of them;
-// otherwise nothing changes and the error says why. It reports whether the
-// keys changed.
-func (c *Cluster) SetFeatureLabelKeys(keys []string, nodes []*corev1.Node) (bool, error) {
+// otherwise nothing changes and the error says why.
+//
+// A key whose label has more than MaxLabelKeyValues distinct values across
+// nodes is left out and returned in omitted: a label that names its node,
+// such as kubernetes.io/hostname, would make every node a shape of its own,
+// and the report would grow with the cluster until it no longer fit in one
+// object. Requirements on an omitted key stay unknown on the cluster. Call
+// it again as nodes change (the agent does before every report), so that a
+// key is left out, or taken back, as its values grow or shrink. It reports
+// whether the keys reported changed.
+func (c *Cluster) SetFeatureLabelKeys(keys []string, nodes []*corev1.Node) (changed bool, omitted []string, err error) {
 	if err := validateLabelKeys(nil, keys); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	cfg := Config{FeatureLabelKeys: keys}
-	keys = cfg.reportedLabels().Keys
+	keys, omitted = keysWithFewValues(cfg.reportedLabels().Keys, nodes)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if slices.Equal(keys, c.cfg.FeatureLabelKeys) {
-		return false, nil
+		return false, omitted, nil
 	}
 	c.cfg.FeatureLabelKeys = keys
 	c.labels = newLabelFilter(c.cfg.FeatureLabelPrefixes, keys)
@@ -155,7 +163,35 @@ func (c *Cluster) SetFeatureLabelKeys(keys []string, nodes []*corev1.Node) (bool
 	for _, n := range nodes {
 		c.upsertNode(n)
 	}
-	return true, nil
+	return true, omitted, nil
+}
+
+// MaxLabelKeyValues is how many distinct values a label key the hub asks for
+// may have across a cluster's nodes and still be reported (see
+// SetFeatureLabelKeys). Hardware labels have a handful: GPU models, CPU
+// generations, instance types.
+const MaxLabelKeyValues = 32
+
+// keysWithFewValues splits keys into those with at most MaxLabelKeyValues
+// distinct values across nodes and the others, both in the order of keys.
+func keysWithFewValues(keys []string, nodes []*corev1.Node) (few, many []string) {
+	for _, k := range keys {
+		values := map[string]struct{}{}
+		for _, n := range nodes {
+			if v, ok := n.Labels[k]; ok {
+				values[v] = struct{}{}
+				if len(values) > MaxLabelKeyValues {
+					break
+				}
+			}
+		}
+		if len(values) > MaxLabelKeyValues {
+			many = append(many, k)
+		} else {
+			few = append(few, k)
+		}
+	}
+	return few, many
 }
 
 // DeleteNode forgets a Node. Pods still bound to its name are kept, and

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -155,7 +156,7 @@ func TestSetFeatureLabelKeys(t *testing.T) {
 		t.Fatalf("before any key: labels %v, reported keys %v; want none", got, rep.Keys)
 	}
 
-	changed, err := c.SetFeatureLabelKeys([]string{"gpu", "gpu"}, []*corev1.Node{node})
+	changed, _, err := c.SetFeatureLabelKeys([]string{"gpu", "gpu"}, []*corev1.Node{node})
 	if err != nil || !changed {
 		t.Fatalf("SetFeatureLabelKeys = %v, %v; want a change", changed, err)
 	}
@@ -166,19 +167,65 @@ func TestSetFeatureLabelKeys(t *testing.T) {
 	if diff := cmp.Diff([]string{"gpu"}, rep.Keys); diff != "" {
 		t.Errorf("reported keys (-want,+got):\n%s", diff)
 	}
-	if changed, err := c.SetFeatureLabelKeys([]string{"gpu"}, []*corev1.Node{node}); err != nil || changed {
+	if changed, _, err := c.SetFeatureLabelKeys([]string{"gpu"}, []*corev1.Node{node}); err != nil || changed {
 		t.Errorf("setting the same keys again = %v, %v; want no change", changed, err)
 	}
-	if _, err := c.SetFeatureLabelKeys([]string{"not a key!"}, []*corev1.Node{node}); err == nil {
+	if _, _, err := c.SetFeatureLabelKeys([]string{"not a key!"}, []*corev1.Node{node}); err == nil {
 		t.Error("an invalid key was accepted")
 	}
 	if _, rep := labelsOf(); !cmp.Equal([]string{"gpu"}, rep.Keys) {
 		t.Errorf("an invalid key changed the reported keys to %v", rep.Keys)
 	}
-	if changed, err := c.SetFeatureLabelKeys(nil, []*corev1.Node{node}); err != nil || !changed {
+	if changed, _, err := c.SetFeatureLabelKeys(nil, []*corev1.Node{node}); err != nil || !changed {
 		t.Fatalf("clearing the keys = %v, %v; want a change", changed, err)
 	}
 	if got, rep := labelsOf(); got != nil || len(rep.Keys) != 0 {
 		t.Errorf("after clearing: labels %v, reported keys %v; want none", got, rep.Keys)
+	}
+}
+
+// TestPerNodeLabelKeysAreNotReported: a key the hub asks for whose label names its node
+// (kubernetes.io/hostname) would make every node a shape of its own; it is left out while its
+// nodes have more than MaxLabelKeyValues values, so the report keeps one shape, and taken back
+// once they have fewer.
+func TestPerNodeLabelKeysAreNotReported(t *testing.T) {
+	c, err := NewCluster(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*corev1.Node
+	for i := range MaxLabelKeyValues + 1 {
+		name := fmt.Sprintf("n%d", i)
+		n := makeNode(name).Resources("cpu", "4").Label("gpu", "a100").Label("kubernetes.io/hostname", name).Obj()
+		nodes = append(nodes, n)
+		c.UpsertNode(n)
+	}
+	changed, omitted, err := c.SetFeatureLabelKeys([]string{"kubernetes.io/hostname", "gpu"}, nodes)
+	if err != nil || !changed {
+		t.Fatalf("SetFeatureLabelKeys = %v, %v; want a change", changed, err)
+	}
+	if diff := cmp.Diff([]string{"kubernetes.io/hostname"}, omitted); diff != "" {
+		t.Errorf("omitted (-want,+got):\n%s", diff)
+	}
+	st := c.Summarize()
+	if len(st.NodeShapes) != 1 {
+		t.Errorf("%d shapes, want 1: the per-node label must not split the nodes", len(st.NodeShapes))
+	}
+	if diff := cmp.Diff([]string{"gpu"}, st.ReportedLabels.Keys); diff != "" {
+		t.Errorf("reported keys (-want,+got):\n%s", diff)
+	}
+
+	// One node fewer: the key has MaxLabelKeyValues values and is reported.
+	c.DeleteNode(nodes[0].Name)
+	changed, omitted, err = c.SetFeatureLabelKeys([]string{"kubernetes.io/hostname", "gpu"}, nodes[1:])
+	if err != nil || !changed || len(omitted) != 0 {
+		t.Fatalf("SetFeatureLabelKeys = %v, %v, %v; want a change and nothing omitted", changed, omitted, err)
+	}
+	st = c.Summarize()
+	if diff := cmp.Diff([]string{"gpu", "kubernetes.io/hostname"}, st.ReportedLabels.Keys); diff != "" {
+		t.Errorf("reported keys (-want,+got):\n%s", diff)
+	}
+	if len(st.NodeShapes) != MaxLabelKeyValues {
+		t.Errorf("%d shapes, want %d: one per hostname", len(st.NodeShapes), MaxLabelKeyValues)
 	}
 }

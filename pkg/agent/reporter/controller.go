@@ -105,6 +105,9 @@ type Controller struct {
 	hubSynced  cache.InformerSynced
 	hubLister  fleetfitlisters.ClusterInventoryLister
 	nodeLister corelisters.NodeLister
+	// omittedKeys are the asked-for label keys last left out for their many
+	// values; only sync, which runs on one worker, reads and writes them.
+	omittedKeys []string
 
 	mu       sync.Mutex
 	nextSync time.Time // no sync starts before this
@@ -312,7 +315,7 @@ func (c *Controller) takeLabelKeys(ctx context.Context, keys []string) {
 		klog.FromContext(ctx).Error(err, "Listing nodes to report new label keys")
 		return
 	}
-	changed, err := c.cluster.SetFeatureLabelKeys(keys, nodes)
+	changed, omitted, err := c.cluster.SetFeatureLabelKeys(keys, nodes)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "The hub asks for label keys that cannot be reported; keeping the previous ones")
 		return
@@ -320,6 +323,11 @@ func (c *Controller) takeLabelKeys(ctx context.Context, keys []string) {
 	if changed {
 		klog.FromContext(ctx).V(logLevelWrites).Info("Reporting the label keys the hub asks for", "keys", keys)
 	}
+	if len(omitted) > 0 && !slices.Equal(omitted, c.omittedKeys) {
+		klog.FromContext(ctx).Info("Not reporting label keys whose nodes have too many values: requirements on them stay unknown on this cluster",
+			"keys", omitted, "maxValues", inventory.MaxLabelKeyValues)
+	}
+	c.omittedKeys = omitted
 }
 
 // onInventory asks for a sync when the hub asks for label keys other than
