@@ -85,20 +85,23 @@ func (p place) String() string {
 // numbers out of their field's range are errors, never dropped or wrapped. HPAIntents are also
 // checked as admission checks them. source names the input in errors, which say the document
 // and the field. An object that appears twice (the same kind, namespace and name, in this
-// input or one decoded before into f) is an error naming both places.
-func (f *Fleet) Decode(r io.Reader, source string) error {
+// input or one decoded before into f) is an error naming both places. Decoding stops with ctx.
+func (f *Fleet) Decode(ctx context.Context, r io.Reader, source string) error {
 	text, err := readText(r, source)
 	if err != nil {
 		return err
 	}
 	return eachDocument(text, source, func(at place, obj any) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		m, ok := obj.(map[string]any)
 		if !ok {
 			return fmt.Errorf("%s: is %s, not an object: every document is one object with apiVersion and kind, or a List of them", at, describe(obj))
 		}
 		u := &unstructured.Unstructured{Object: m}
 		if !isList(u) {
-			return f.addUnstructured(u, at)
+			return f.addUnstructured(ctx, u, at)
 		}
 		items, _ := m["items"].([]any)
 		for i, item := range items {
@@ -107,7 +110,7 @@ func (f *Fleet) Decode(r io.Reader, source string) error {
 			if !ok {
 				return fmt.Errorf("%s: is %s, not an object", at, describe(item))
 			}
-			if err := f.addUnstructured(&unstructured.Unstructured{Object: m}, at); err != nil {
+			if err := f.addUnstructured(ctx, &unstructured.Unstructured{Object: m}, at); err != nil {
 				return err
 			}
 		}
@@ -152,7 +155,7 @@ func kindOfFleet(gvk schema.GroupVersionKind, apiVersion string) error {
 	return nil
 }
 
-func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
+func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructured, at place) error {
 	gvk, err := checkKind(u.GetAPIVersion(), u.GetKind())
 	if err != nil {
 		return fmt.Errorf("%s: %w", at, err)
@@ -185,7 +188,7 @@ func (f *Fleet) addUnstructured(u *unstructured.Unstructured, at place) error {
 		return fmt.Errorf("loading the hub's CRDs: %w", err)
 	}
 	if s != nil {
-		if errs := s.defaultAndValidate(context.Background(), u); len(errs) > 0 {
+		if errs := s.defaultAndValidate(ctx, u); len(errs) > 0 {
 			return invalid(errs)
 		}
 	}

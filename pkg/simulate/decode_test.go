@@ -2,7 +2,9 @@ package simulate
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -102,7 +104,7 @@ func TestDecodeReads(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := &Fleet{}
-			if err := f.Decode(bytes.NewReader(tc.in), "fleet.yaml"); err != nil {
+			if err := f.Decode(t.Context(), bytes.NewReader(tc.in), "fleet.yaml"); err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, objectsOf(f)); diff != "" {
@@ -269,7 +271,7 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := (&Fleet{}).Decode(strings.NewReader(tc.in), "fleet.yaml")
+			err := (&Fleet{}).Decode(t.Context(), strings.NewReader(tc.in), "fleet.yaml")
 			if err == nil {
 				t.Fatalf("Decode accepted the input, want the error %q", tc.want)
 			}
@@ -284,7 +286,7 @@ func TestDecodeRefuses(t *testing.T) {
 // beyond their CRD's schema.
 func TestDecodeValidatesIntents(t *testing.T) {
 	in := strings.Replace(gpuIntent("p", "1"), "    - name: a100", "    - name: a100\n      weight: 3", 1)
-	err := (&Fleet{}).Decode(strings.NewReader(in), "fleet.yaml")
+	err := (&Fleet{}).Decode(t.Context(), strings.NewReader(in), "fleet.yaml")
 	want := `fleet.yaml, document 1: HPAIntent "ml/p" is invalid (the hub's API server would refuse it): spec.consumers[0].requirements[1]`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Decode error = %v, want one starting with %q", err, want)
@@ -294,10 +296,10 @@ func TestDecodeValidatesIntents(t *testing.T) {
 // TestDuplicateAcrossFiles: an object given in two files is refused, naming both.
 func TestDuplicateAcrossFiles(t *testing.T) {
 	f := &Fleet{}
-	if err := f.Decode(strings.NewReader(cluster("c0")+"\n---\n"+cluster("c1")), "a.yaml"); err != nil {
+	if err := f.Decode(t.Context(), strings.NewReader(cluster("c0")+"\n---\n"+cluster("c1")), "a.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	err := f.Decode(strings.NewReader(clusterJSON("c1")), "b.json")
+	err := f.Decode(t.Context(), strings.NewReader(clusterJSON("c1")), "b.json")
 	want := `ManagedCluster "c1" appears twice: in a.yaml, document 2 and in b.json, document 1; give each object a name of its own, or remove one`
 	if err == nil || err.Error() != want {
 		t.Errorf("Decode error = %v, want %q", err, want)
@@ -367,7 +369,7 @@ func TestDecodeLimits(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			in := &counting{r: tc.in}
-			err := (&Fleet{}).Decode(in, "standard input")
+			err := (&Fleet{}).Decode(t.Context(), in, "standard input")
 			if err == nil {
 				t.Fatalf("Decode accepted the input, want the error %q", tc.want)
 			}
@@ -378,5 +380,20 @@ func TestDecodeLimits(t *testing.T) {
 				t.Errorf("read %d bytes before refusing the input, want at most %d", in.n, tc.maxRead)
 			}
 		})
+	}
+}
+
+// TestDecodeStopsWithTheContext: a cancelled read (Ctrl-C in the CLI) ends decoding before the
+// next document, schema and CEL checks included.
+func TestDecodeStopsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	f := &Fleet{}
+	err := f.Decode(ctx, strings.NewReader(cluster("c1")+"\n---\n"+cluster("c2")), "fleet.yaml")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Decode = %v, want context.Canceled", err)
+	}
+	if got := objectsOf(f); len(got) != 0 {
+		t.Errorf("Decode read %v after its context was cancelled", got)
 	}
 }

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -26,10 +27,11 @@ type ReadOptions struct {
 
 // ReadFiles reads fleet files ("-" is standard input) and builds the inventories of the
 // clusters given as Nodes and Pods. Its errors name the file, the document and the field.
-func ReadFiles(files []string, opts ReadOptions) (*Fleet, error) {
+// Reading stops with ctx.
+func ReadFiles(ctx context.Context, files []string, opts ReadOptions) (*Fleet, error) {
 	f := &Fleet{fromFiles: true}
 	for _, name := range files {
-		if err := decodeFile(f, name); err != nil {
+		if err := decodeFile(ctx, f, name); err != nil {
 			return nil, err
 		}
 	}
@@ -60,9 +62,9 @@ func placePrefix(where string) string {
 	return where[2:len(where)-1] + ": "
 }
 
-func decodeFile(f *Fleet, name string) error {
+func decodeFile(ctx context.Context, f *Fleet, name string) error {
 	if name == "-" {
-		return f.Decode(os.Stdin, "standard input")
+		return f.Decode(ctx, os.Stdin, "standard input")
 	}
 	r, err := os.Open(name)
 	if err != nil {
@@ -71,11 +73,13 @@ func decodeFile(f *Fleet, name string) error {
 	defer r.Close()
 	// A regular file too large is refused before it is read at all; devices and pipes are
 	// refused once they have given more than the limit.
-	if st, err := r.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxFileSize {
-		return fmt.Errorf("%s: larger than %s (%d bytes): a fleet file holds at most %s (is it the file you meant?)", name, maxFileSizeText, st.Size(), maxFileSizeText)
+	if st, err := r.Stat(); err == nil {
+		if st.Mode().IsRegular() && st.Size() > MaxFileSize {
+			return fmt.Errorf("%s: larger than %s (%d bytes): a fleet file holds at most %s (is it the file you meant?)", name, maxFileSizeText, st.Size(), maxFileSizeText)
+		}
+		if st.IsDir() {
+			return fmt.Errorf("%s is a directory: give fleet files, one -f each", name)
+		}
 	}
-	if st, err := r.Stat(); err == nil && st.IsDir() {
-		return fmt.Errorf("%s is a directory: give fleet files, one -f each", name)
-	}
-	return f.Decode(r, name)
+	return f.Decode(ctx, r, name)
 }

@@ -69,7 +69,7 @@ metadata: {name: c1, namespace: c1}`
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := &Fleet{}
-			err := f.Decode(strings.NewReader(strings.Join(tc.docs, "\n---\n")), "fleet.yaml")
+			err := f.Decode(t.Context(), strings.NewReader(strings.Join(tc.docs, "\n---\n")), "fleet.yaml")
 			if err == nil {
 				err = f.BuildInventories(inventory.DefaultConfig(), at)
 			}
@@ -138,7 +138,7 @@ status: {observedAt: "` + observed + `"}`
 			if err := os.WriteFile(path, []byte(fleet(tc.observed)), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			f, err := ReadFiles([]string{path}, ReadOptions{Now: at})
+			f, err := ReadFiles(t.Context(), []string{path}, ReadOptions{Now: at})
 			if tc.wantErr != "" {
 				if err == nil {
 					t.Fatalf("ReadFiles accepted the file, want the error %q", tc.wantErr)
@@ -166,7 +166,7 @@ func TestClusterWithoutNodesInAFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadFiles([]string{path}, ReadOptions{Now: at})
+	f, err := ReadFiles(t.Context(), []string{path}, ReadOptions{Now: at})
 	if err != nil {
 		t.Fatal(err)
 	}

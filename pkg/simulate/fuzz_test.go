@@ -72,7 +72,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(cluster("c1") + "\n---\n" + gpuNode("c1", "n1", "8", "1")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fleet := &Fleet{}
-		if err := fleet.Decode(bytes.NewReader(data), "fuzz.yaml"); err != nil {
+		if err := fleet.Decode(t.Context(), bytes.NewReader(data), "fuzz.yaml"); err != nil {
 			for _, r := range err.Error() {
 				if unicode.IsControl(r) {
 					t.Fatalf("the error holds the control character %U: %q", r, err.Error())
@@ -84,7 +84,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("the fleet holds %d objects, but %d were read", got, want)
 		}
 		again := &Fleet{}
-		if err := again.Decode(bytes.NewReader(streamOf(t, fleet)), "again.json"); err != nil {
+		if err := again.Decode(t.Context(), bytes.NewReader(streamOf(t, fleet)), "again.json"); err != nil {
 			t.Fatalf("the accepted objects, written as a JSON stream, are refused: %v", err)
 		}
 		if diff := cmp.Diff(objectsOf(fleet), objectsOf(again)); diff != "" {

@@ -19,7 +19,7 @@ var at = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func fleetOf(t *testing.T, docs ...string) *Fleet {
 	t.Helper()
 	f := &Fleet{}
-	if err := f.Decode(strings.NewReader(strings.Join(docs, "\n---\n")), "test"); err != nil {
+	if err := f.Decode(t.Context(), strings.NewReader(strings.Join(docs, "\n---\n")), "test"); err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
 	if err := f.BuildInventories(inventory.DefaultConfig(), at); err != nil {
@@ -114,7 +114,7 @@ spec:
 
 // TestExampleFleet schedules deploy/examples/fleet.yaml, the documented fleet file.
 func TestExampleFleet(t *testing.T) {
-	f, err := ReadFiles([]string{"../../deploy/examples/fleet.yaml"}, ReadOptions{Now: at})
+	f, err := ReadFiles(t.Context(), []string{"../../deploy/examples/fleet.yaml"}, ReadOptions{Now: at})
 	if err != nil {
 		t.Fatal(err)
 	}

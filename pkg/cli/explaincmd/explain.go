@@ -75,7 +75,7 @@ func (o *PlacementOptions) Run(ctx context.Context, w io.Writer) error {
 	var fleet *simulate.Fleet
 	now := o.Now()
 	if len(o.Files) > 0 {
-		if fleet, err = simulate.ReadFiles(o.Files, simulate.ReadOptions{Now: now}); err != nil {
+		if fleet, err = simulate.ReadFiles(ctx, o.Files, simulate.ReadOptions{Now: now}); err != nil {
 			return err
 		}
 		if at := fleet.LatestObservation(); !at.IsZero() {

@@ -266,5 +266,5 @@ func loadFleet(ctx context.Context, flags *clientopts.Flags, files []string, now
 		}
 		return simulate.FromHub(ctx, cfg, kinds...)
 	}
-	return simulate.ReadFiles(files, simulate.ReadOptions{Now: now})
+	return simulate.ReadFiles(ctx, files, simulate.ReadOptions{Now: now})
 }

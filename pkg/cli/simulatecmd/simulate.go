@@ -122,7 +122,7 @@ func (o *Options) Run(ctx context.Context, w io.Writer) error {
 
 func (o *Options) fleet(ctx context.Context) (*simulate.Fleet, time.Time, error) {
 	now := o.Now()
-	files, err := simulate.ReadFiles(o.Files, simulate.ReadOptions{Now: now, At: o.at})
+	files, err := simulate.ReadFiles(ctx, o.Files, simulate.ReadOptions{Now: now, At: o.at})
 	if err != nil {
 		return nil, now, err
 	}
