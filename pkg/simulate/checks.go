@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
 )
 
 // Limits of names, label keys and label values that the API server enforces.
@@ -241,9 +243,6 @@ var amountFields = map[string]bool{
 	"resources": true, "free": true, "requested": true,
 }
 
-// longExponent is an amount written with an exponent of four digits or more, such as 1e1000.
-var longExponent = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]{4,}$`)
-
 // longExponents refuses amounts written with an exponent of four digits or more before they are
 // parsed: Kubernetes' quantity parser takes minutes, or never ends, on some of them
 // (1e70955161706), and none is an amount a node or a pod could have. Only fields under an
@@ -262,7 +261,7 @@ func longExponents(obj map[string]any) field.ErrorList {
 				walk(p.Index(i), v[i], inAmounts)
 			}
 		case string:
-			if inAmounts && longExponent.MatchString(v) {
+			if inAmounts && validation.HasLongExponent(v) {
 				errs = append(errs, field.Invalid(p, v, "write amounts with an exponent of at most three digits, such as 4e9 or 4G: longer exponents give amounts far beyond what fleetfit can count, or below the smallest, 1n"))
 			}
 		}

@@ -1,7 +1,6 @@
 package hardwarefit
 
 import (
-	"regexp"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,10 +13,6 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
-
-// longExponent matches amounts written with an exponent of four digits or
-// more, as the CRD's rule on requests and limits does.
-var longExponent = regexp.MustCompile(`[eE][-+]?[0-9]{4}`)
 
 // fuzzNode is the one node the compiled requests are asked about.
 var fuzzNode = st.MakeNode("n").
@@ -72,7 +67,7 @@ func FuzzValidIntentsCompile(f *testing.F) {
 	f.Add("hugepages-2Mi", "1.5", "", "MB", true, int8(11), gpuProduct, "NotIn", "", "T4", "K80")
 	f.Add("intel.com/qat", "-1", "", "", false, int8(0), gpuProduct, "", "A100", "", "")
 	f.Fuzz(func(t *testing.T, resName, requests, limits, units string, optional bool, weight int8, key, op, value, v1, v2 string) {
-		if longExponent.MatchString(requests) || longExponent.MatchString(limits) {
+		if validation.HasLongExponent(requests) || validation.HasLongExponent(limits) {
 			// resource.ParseQuantity itself takes minutes over some of
 			// these (1e-709551616); the CRD refuses them unparsed.
 			t.Skip("an exponent of four digits or more")

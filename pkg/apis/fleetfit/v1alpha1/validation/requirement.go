@@ -49,9 +49,14 @@ var integerValue = regexp.MustCompile(`^-?[0-9]+$`)
 // anything, and as long to parse 1e-709551616.
 var longExponent = regexp.MustCompile(`[eE][-+]?[0-9]{4}`)
 
-// hasLongExponent is longExponent on q as a Go client sends it.
+// HasLongExponent reports whether an amount is written with an exponent of
+// four digits or more (1e1000, 1e-709551616): such amounts are refused
+// before they are parsed, wherever fleetfit reads them.
+func HasLongExponent(amount string) bool { return longExponent.MatchString(amount) }
+
+// hasLongExponent is HasLongExponent on q as a Go client sends it.
 func hasLongExponent(q *resource.Quantity) bool {
-	return q != nil && longExponent.MatchString(q.String())
+	return q != nil && HasLongExponent(q.String())
 }
 
 // Messages of the CRD's CEL rules, word for word.
