@@ -80,7 +80,8 @@ $(BIN)/kwok:
 generate: ## Regenerate deepcopy, CRDs, clients and the copied OCM CRDs.
 	go tool controller-gen object paths=./pkg/apis/...
 	go tool controller-gen crd:allowDangerousTypes=false paths=./pkg/apis/... output:crd:dir=./manifests/crds/hub
-	go run ./manifests/internal/boundfields manifests/crds/hub/fleetfit.io_*.yaml
+	mv manifests/crds/hub/fleetfit.io_machinegroups.yaml manifests/crds/hub/fleetfit.io_machinenodepools.yaml manifests/crds/spoke/
+	go run ./manifests/internal/boundfields manifests/crds/hub/fleetfit.io_*.yaml manifests/crds/spoke/fleetfit.io_*.yaml
 	rm -rf pkg/generated
 	go tool client-gen --go-header-file /dev/null --clientset-name versioned --input-base "" \
 		--input $(MODULE)/pkg/apis/fleetfit/v1alpha1 \

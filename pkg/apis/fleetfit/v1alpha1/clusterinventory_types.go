@@ -119,6 +119,59 @@ type ClusterInventoryStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	NodeShapes []NodeShape `json:"nodeShapes,omitempty"`
+
+	// machineGroups are the cluster's MachineGroups with their machine types
+	// and usage, sorted by name: at most MaxReportedMachineGroups groups of at
+	// most MaxMachineTypes types each, so a report stays well under an
+	// object's size limit whatever the cluster holds. A cluster with more
+	// groups reports the first by name and counts the rest in
+	// omittedMachineGroups.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	MachineGroups []ReportedMachineGroup `json:"machineGroups,omitempty"`
+
+	// omittedMachineGroups counts the groups left out of machineGroups.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	OmittedMachineGroups int32 `json:"omittedMachineGroups,omitempty"`
+}
+
+// MaxReportedMachineGroups bounds ClusterInventoryStatus.MachineGroups.
+const MaxReportedMachineGroups = 16
+
+// ReportedMachineGroup is one MachineGroup as its cluster's agent reports it.
+type ReportedMachineGroup struct {
+	// name of the MachineGroup.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// ready mirrors the group's Ready condition.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// machineTypes of the group, in the order of its spec, with their usage.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	MachineTypes []ReportedMachineType `json:"machineTypes,omitempty"`
+}
+
+// ReportedMachineType is one machine type of a group and its usage. Free
+// machines, those a new guest can take at once, are usage.reserved: running
+// reservation pods.
+type ReportedMachineType struct {
+	// name of the machine type.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// spec of one machine.
+	// +required
+	Spec MachineTypeSpec `json:"spec"`
+	// usage of the type.
+	// +optional
+	Usage MachineUsage `json:"usage"`
 }
 
 // ReportedLabels say which node labels an agent reports: a label is

@@ -30,6 +30,10 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&HPAIntentList{},
 		&ClusterInventory{},
 		&ClusterInventoryList{},
+		&MachineGroup{},
+		&MachineGroupList{},
+		&MachineNodePool{},
+		&MachineNodePoolList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

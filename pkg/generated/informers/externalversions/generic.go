@@ -41,6 +41,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Fleetfit().V1alpha1().ClusterInventories().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("hpaintents"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Fleetfit().V1alpha1().HPAIntents().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("machinegroups"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Fleetfit().V1alpha1().MachineGroups().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("machinenodepools"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Fleetfit().V1alpha1().MachineNodePools().Informer()}, nil
 
 	}
 

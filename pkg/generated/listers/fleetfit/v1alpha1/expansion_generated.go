@@ -17,3 +17,11 @@ type HPAIntentListerExpansion interface{}
 // HPAIntentNamespaceListerExpansion allows custom methods to be added to
 // HPAIntentNamespaceLister.
 type HPAIntentNamespaceListerExpansion interface{}
+
+// MachineGroupListerExpansion allows custom methods to be added to
+// MachineGroupLister.
+type MachineGroupListerExpansion interface{}
+
+// MachineNodePoolListerExpansion allows custom methods to be added to
+// MachineNodePoolLister.
+type MachineNodePoolListerExpansion interface{}

@@ -12,6 +12,10 @@ type Interface interface {
 	ClusterInventories() ClusterInventoryInformer
 	// HPAIntents returns a HPAIntentInformer.
 	HPAIntents() HPAIntentInformer
+	// MachineGroups returns a MachineGroupInformer.
+	MachineGroups() MachineGroupInformer
+	// MachineNodePools returns a MachineNodePoolInformer.
+	MachineNodePools() MachineNodePoolInformer
 }
 
 type version struct {
@@ -33,4 +37,14 @@ func (v *version) ClusterInventories() ClusterInventoryInformer {
 // HPAIntents returns a HPAIntentInformer.
 func (v *version) HPAIntents() HPAIntentInformer {
 	return &hPAIntentInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// MachineGroups returns a MachineGroupInformer.
+func (v *version) MachineGroups() MachineGroupInformer {
+	return &machineGroupInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// MachineNodePools returns a MachineNodePoolInformer.
+func (v *version) MachineNodePools() MachineNodePoolInformer {
+	return &machineNodePoolInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

@@ -14,6 +14,8 @@ type FleetfitV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	ClusterInventoriesGetter
 	HPAIntentsGetter
+	MachineGroupsGetter
+	MachineNodePoolsGetter
 }
 
 // FleetfitV1alpha1Client is used to interact with features provided by the fleetfit.io group.
@@ -27,6 +29,14 @@ func (c *FleetfitV1alpha1Client) ClusterInventories(namespace string) ClusterInv
 
 func (c *FleetfitV1alpha1Client) HPAIntents(namespace string) HPAIntentInterface {
 	return newHPAIntents(c, namespace)
+}
+
+func (c *FleetfitV1alpha1Client) MachineGroups() MachineGroupInterface {
+	return newMachineGroups(c)
+}
+
+func (c *FleetfitV1alpha1Client) MachineNodePools() MachineNodePoolInterface {
+	return newMachineNodePools(c)
 }
 
 // NewForConfig creates a new FleetfitV1alpha1Client for the given config.

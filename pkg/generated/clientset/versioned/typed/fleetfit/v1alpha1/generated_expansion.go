@@ -5,3 +5,7 @@ package v1alpha1
 type ClusterInventoryExpansion interface{}
 
 type HPAIntentExpansion interface{}
+
+type MachineGroupExpansion interface{}
+
+type MachineNodePoolExpansion interface{}

@@ -20,6 +20,14 @@ func (c *FakeFleetfitV1alpha1) HPAIntents(namespace string) v1alpha1.HPAIntentIn
 	return newFakeHPAIntents(c, namespace)
 }
 
+func (c *FakeFleetfitV1alpha1) MachineGroups() v1alpha1.MachineGroupInterface {
+	return newFakeMachineGroups(c)
+}
+
+func (c *FakeFleetfitV1alpha1) MachineNodePools() v1alpha1.MachineNodePoolInterface {
+	return newFakeMachineNodePools(c)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeFleetfitV1alpha1) RESTClient() rest.Interface {
