@@ -103,8 +103,8 @@ func TestSync(t *testing.T) {
 				"delete statefulsets large-general-machine", "delete services large-general-machine",
 				"update machinegroups/status general-machine",
 			},
-			wantUsage:  []v1alpha1.AvailableMachine{{Name: "small", Usage: v1alpha1.MachineUsage{Maximum: 2}}},
-			wantReady:  metav1.ConditionTrue, wantReason: ReasonReady, wantSmall: 2,
+			wantUsage: []v1alpha1.AvailableMachine{{Name: "small", Usage: v1alpha1.MachineUsage{Maximum: 2}}},
+			wantReady: metav1.ConditionTrue, wantReason: ReasonReady, wantSmall: 2,
 		},
 		"a StatefulSet of another owner is left alone": {
 			objs: world(func() runtime.Object {
