@@ -401,6 +401,35 @@ func TestMachineReservations(t *testing.T) {
 	if err := s.machineReplicas(ctx, "compute-huge", 1); err != nil {
 		t.Error(err)
 	}
+
+	// Deleting the group takes its StatefulSets, Services and reservation
+	// pods with it (the garbage collector follows the owner references);
+	// the guest stays.
+	if err := groups.Delete(ctx, machineGroupName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	owned := metav1.ListOptions{LabelSelector: machinegroup.LabelMachineGroup + "=" + machineGroupName}
+	framework.Eventually(t, func(ctx context.Context) error {
+		sets, err := s.kube.AppsV1().StatefulSets(machineReservationNS).List(ctx, owned)
+		if err != nil {
+			return err
+		}
+		services, err := s.kube.CoreV1().Services(machineReservationNS).List(ctx, owned)
+		if err != nil {
+			return err
+		}
+		pods, err := s.kube.CoreV1().Pods(machineReservationNS).List(ctx, owned)
+		if err != nil {
+			return err
+		}
+		if n := len(sets.Items) + len(services.Items) + len(pods.Items); n != 0 {
+			return fmt.Errorf("after the group's deletion: %d StatefulSets, %d Services, %d reservation pods left", len(sets.Items), len(services.Items), len(pods.Items))
+		}
+		return nil
+	})
+	if _, err := s.kube.CoreV1().Pods(machineGuestNamespace).Get(ctx, "guest-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("the guest after the group's deletion: %v", err)
+	}
 }
 
 func mustGetMachineGroup(t *testing.T, s *machineSpoke) *v1alpha1.MachineGroup {

@@ -131,15 +131,17 @@ func (c *Controller) syncService(ctx context.Context, want *corev1.Service, g *v
 	services := c.kube.CoreV1().Services(want.Namespace)
 	cur, err := c.services.Services(want.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
-		_, err := services.Create(ctx, want, metav1.CreateOptions{})
+		_, err = services.Create(ctx, want, metav1.CreateOptions{})
 		if err == nil {
 			klog.FromContext(ctx).V(logLevelWrites).Info("Created reservation Service", "service", klog.KObj(want))
-		}
-		if apierrors.IsAlreadyExists(err) {
-			// The cache is behind; its event brings the group back.
 			return nil, nil
 		}
-		return nil, explainCreateError(err)
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, explainCreateError(err)
+		}
+		// The cache is behind, or the Service lost the label the cache
+		// selects on: look at the live object.
+		cur, err = services.Get(ctx, want.Name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return nil, err
@@ -169,14 +171,17 @@ func (c *Controller) syncStatefulSet(ctx context.Context, want *appsv1.StatefulS
 	sets := c.kube.AppsV1().StatefulSets(want.Namespace)
 	cur, err := c.statefulSets.StatefulSets(want.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
-		_, err := sets.Create(ctx, want, metav1.CreateOptions{})
+		_, err = sets.Create(ctx, want, metav1.CreateOptions{})
 		if err == nil {
 			logger.V(logLevelWrites).Info("Created reservation StatefulSet", "statefulSet", klog.KObj(want), "replicas", *want.Spec.Replicas)
-		}
-		if apierrors.IsAlreadyExists(err) {
 			return nil, nil
 		}
-		return nil, explainCreateError(err)
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, explainCreateError(err)
+		}
+		// The cache is behind, or the StatefulSet lost the label the cache
+		// selects on: look at the live object.
+		cur, err = sets.Get(ctx, want.Name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return nil, err

@@ -123,6 +123,21 @@ func TestSync(t *testing.T) {
 			},
 			wantReady: metav1.ConditionFalse, wantReason: ReasonReservationConflict, wantSmall: 5,
 		},
+		"a StatefulSet that lost its labels, so the cache misses it, gets them back": {
+			objs: world(),
+			change: func(t *testing.T, f *fixture) {
+				s := must(f.c.statefulSets.StatefulSets(testNamespace).Get("small-general-machine")).DeepCopy()
+				s.Labels = nil
+				f.update(t, s)
+				_ = f.c.reserved.Apps().V1().StatefulSets().Informer().GetIndexer().Delete(s)
+			},
+			wantWrites: []string{"create statefulsets small-general-machine", "update statefulsets small-general-machine"},
+			wantUsage: []v1alpha1.AvailableMachine{
+				{Name: "small", Usage: v1alpha1.MachineUsage{Maximum: 2}},
+				{Name: "large", Usage: v1alpha1.MachineUsage{Maximum: 1}},
+			},
+			wantReady: metav1.ConditionTrue, wantReason: ReasonReady, wantSmall: 2,
+		},
 		"a pool that is not Ready": {
 			objs: append(world()[2:], group, makePool(false, "node node-small does not exist")),
 			wantWrites: []string{
