@@ -7,6 +7,11 @@
 // (spec.labelKeys) which node label keys HPAIntents use, and the reporter
 // reports node labels of those keys too, besides its prefixes, from the next
 // report on, saying so in status.reportedLabels.
+//
+// With Options.MachineGroups it follows the managed cluster's MachineGroups as
+// well and reports their machine types and usage (machinegroup.Report); a
+// group's status change is reported like any other change, at most once per
+// MinInterval.
 package reporter
 
 import (
