@@ -15,7 +15,6 @@ package machine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,7 +30,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
@@ -190,11 +188,9 @@ func podSelector() labels.Selector {
 }
 
 // Run starts the informers, waits for their caches and reconciles groups
-// with the given number of workers until ctx ends. It returns an error only
-// when the caches cannot sync.
+// with the given number of workers until ctx ends, then returns nil. Failed
+// writes are logged and retried with backoff, never returned.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx).WithName("machine")
-	ctx = klog.NewContext(ctx, logger)
 	for _, f := range []interface{ Start(<-chan struct{}) }{c.fleetfit, c.reserved, c.podsInf, c.nodesInf} {
 		f.Start(ctx.Done())
 	}
@@ -207,15 +203,15 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		synced = append(synced, inf.HasSynced)
 	}
 	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("timed out waiting for the machine controller's caches")
+		// Only the end of ctx stops the wait; an informer that cannot
+		// list (no CRD, no RBAC) retries and logs meanwhile.
+		return nil
 	}
 	c.loop(workers).Run(ctx)
 	return nil
 }
 
+// loop is the controller's work queue with n workers.
 func (c *Controller) loop(n int) workers.Loop {
 	return workers.Loop{
 		Name: "machinegroup", Queue: c.queue, Sync: c.sync, Workers: n,
@@ -239,10 +235,11 @@ func (c *Controller) groupHandler() toolscache.ResourceEventHandler {
 	return handler.Funcs[*v1alpha1.MachineGroup]{
 		Add: func(g *v1alpha1.MachineGroup) { c.enqueue(g.Name) },
 		Update: func(old, cur *v1alpha1.MachineGroup) {
-			// Our own status writes come back here; only a spec change or a
-			// status someone else changed needs a sync.
-			if old.Generation != cur.Generation || !equality.Semantic.DeepEqual(old.Status, cur.Status) ||
-				!equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
+			// A spec change needs a sync, and so does a status someone else
+			// changed, to put it back; our own status writes come back here
+			// too and cost one sync that writes nothing. Resyncs and
+			// metadata changes are ignored.
+			if old.Generation != cur.Generation || !equality.Semantic.DeepEqual(old.Status, cur.Status) {
 				c.enqueue(cur.Name)
 			}
 		},
