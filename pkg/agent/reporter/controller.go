@@ -7,6 +7,11 @@
 // (spec.labelKeys) which node label keys HPAIntents use, and the reporter
 // reports node labels of those keys too, besides its prefixes, from the next
 // report on, saying so in status.reportedLabels.
+//
+// With Options.MachineGroups it follows the managed cluster's MachineGroups as
+// well and reports their machine types and usage (machinegroup.Report); a
+// group's status change is reported like any other change, at most once per
+// MinInterval.
 package reporter
 
 import (
@@ -64,6 +69,9 @@ type Clients struct {
 	Hub fleetfitclient.Interface
 	// HubCluster writes AddOnPlacementScores and ManagedCluster status.
 	HubCluster clusterclient.Interface
+	// SpokeFleetfit reads the managed cluster's MachineGroups; it is needed
+	// only with Options.MachineGroups.
+	SpokeFleetfit fleetfitclient.Interface
 }
 
 // Options tune the reporter. ClusterName and Inventory are required; zero
@@ -86,6 +94,10 @@ type Options struct {
 	ScoreReference ScoreReference
 	// Clock is injected for tests; the real clock by default.
 	Clock clock.WithTicker
+	// MachineGroups reports the managed cluster's MachineGroups with the
+	// usage of their machine types (status.machineGroups). It needs
+	// Clients.SpokeFleetfit; a cluster without the MachineGroup CRD reports none.
+	MachineGroups bool
 }
 
 // Controller is the reporter. Build it with New and start it with Run.
@@ -98,6 +110,8 @@ type Controller struct {
 	synced  []cache.InformerSynced
 	steps   []step
 	inv     *inventoryWriter
+	// groups follows MachineGroups; nil unless Options.MachineGroups.
+	groups *machineGroups
 
 	// hub follows the cluster's own ClusterInventory for its spec; see
 	// labelKeys.
@@ -126,6 +140,9 @@ func New(clients Clients, opts Options) (*Controller, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.MachineGroups && clients.SpokeFleetfit == nil {
+		return nil, errors.New("reporting machine groups needs a fleetfit client of the managed cluster")
 	}
 	cluster, err := inventory.NewCluster(opts.Inventory)
 	if err != nil {
@@ -184,6 +201,11 @@ func New(clients Clients, opts Options) (*Controller, error) {
 	}
 	c.synced = []cache.InformerSynced{nodes.HasSynced, pods.HasSynced}
 	c.nodeLister = c.factory.Core().V1().Nodes().Lister()
+	if opts.MachineGroups {
+		if c.groups, err = newMachineGroups(clients.SpokeFleetfit, c.enqueue); err != nil {
+			return nil, err
+		}
+	}
 
 	// Only the cluster's own inventory: the agent may read nothing else on the hub.
 	c.hub = fleetfitinformers.NewSharedInformerFactoryWithOptions(clients.Hub, 0,
@@ -220,6 +242,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.factory.Shutdown()
 	defer c.pods.Shutdown()
 	defer c.hub.Shutdown()
+	if c.groups != nil {
+		// Not waited for either: machine groups join the report when their
+		// cache has synced, which asks for a sync.
+		c.groups.start(ctx)
+		defer c.groups.shutdown()
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		if ctx.Err() != nil {
 			return nil
@@ -277,6 +305,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		c.takeLabelKeys(ctx, asked)
 	}
 	st := &syncState{report: c.cluster.Summarize(), now: c.opts.Clock.Now()}
+	st.report.MachineGroups, st.report.OmittedMachineGroups = c.groups.report()
 	var errs []error
 	for _, s := range c.steps {
 		if err := s.sync(ctx, st); err != nil {
