@@ -129,8 +129,8 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 			}
 		}
 		code = http.StatusBadRequest
-		err = fmt.Errorf("injecting machine type %q of machine group %q: %w",
-			podLabels[machinegroup.LabelMachineType], podLabels[machinegroup.LabelMachineGroup], err)
+		err = fmt.Errorf("injecting machine type %q of machine group %q: %s",
+			podLabels[machinegroup.LabelMachineType], podLabels[machinegroup.LabelMachineGroup], withoutObjectName(err, pod))
 	}
 	logger.V(2).Info("Refused guest pod", "reason", err.Error())
 	return refuse(code, err.Error())
@@ -203,6 +203,9 @@ func (h *Handler) unknownGroup(name string) error {
 // decodePod reads the pod of a request as unstructured, as pkg/mutation
 // takes it, with JSON numbers as int64 where they are integers.
 func decodePod(raw []byte) (*unstructured.Unstructured, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("the request has no pod")
+	}
 	var obj map[string]any
 	if err := utiljson.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("decoding the pod: %w", err)
@@ -215,6 +218,21 @@ func decodePod(raw []byte) (*unstructured.Unstructured, error) {
 	// pod spec by it.
 	pod.SetKind("Pod")
 	return pod, nil
+}
+
+// withoutObjectName is pkg/mutation's message without the kind and name it
+// starts with: the pod is the one being created, and one created with
+// generateName has no name yet.
+func withoutObjectName(err error, pod *unstructured.Unstructured) string {
+	msg := err.Error()
+	prefix := pod.GetKind() + " " + pod.GetName()
+	if rest, ok := strings.CutPrefix(msg, prefix+": "); ok {
+		return rest
+	}
+	if rest, ok := strings.CutPrefix(msg, prefix+" "); ok {
+		return "the pod " + rest
+	}
+	return msg
 }
 
 // containerNames are the names of a pod's containers, in order.
