@@ -449,8 +449,8 @@ func TestAdmitOtherRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, req := range map[string]*admissionv1.AdmissionRequest{
-		"update": {Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Operation: admissionv1.Update, Object: runtimeRaw(guest)},
-		"another kind": {Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Operation: admissionv1.Create, Object: runtimeRaw(guest)},
+		"update":        {Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Operation: admissionv1.Update, Object: runtimeRaw(guest)},
+		"another kind":  {Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Operation: admissionv1.Create, Object: runtimeRaw(guest)},
 		"a subresource": {Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, SubResource: "binding", Operation: admissionv1.Create, Object: runtimeRaw(guest)},
 	} {
 		t.Run(name, func(t *testing.T) {
