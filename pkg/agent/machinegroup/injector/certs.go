@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 )
 
 // certSource gives the TLS server its current certificate.
@@ -66,7 +65,7 @@ func newRotator(kube kubernetes.Interface, opts Options, logger klog.Logger) *ro
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
 	secrets := factory.Core().V1().Secrets()
 	configMaps := factory.Core().V1().ConfigMaps()
-	recorder := events.NewLoggingEventRecorder("fleetfit-agent-injector", clock.RealClock{})
+	recorder := &logRecorder{logger: logger, component: "fleetfit-agent-injector"}
 	owner := certrotation.AdditionalAnnotations{
 		JiraComponent: "fleetfit-agent",
 		Description:   "Serving certificate of fleetfit-agent's pod resource injector webhook",
@@ -268,6 +267,45 @@ func syncCABundle(ctx context.Context, kube kubernetes.Interface, name string, c
 	logger.Info("Updated the webhook configuration's caBundle", "mutatingWebhookConfiguration", name, "webhooks", len(hooks))
 	return nil
 }
+
+// logRecorder logs certrotation's events, one line each, instead of
+// recording Events: they say what was created or replaced and why.
+type logRecorder struct {
+	logger    klog.Logger
+	component string
+}
+
+var _ events.Recorder = (*logRecorder)(nil)
+
+func (r *logRecorder) Event(reason, message string) {
+	r.logger.Info("Certificate rotation", "reason", reason, "message", message)
+}
+
+func (r *logRecorder) Eventf(reason, messageFmt string, args ...any) {
+	r.Event(reason, fmt.Sprintf(messageFmt, args...))
+}
+
+func (r *logRecorder) Warning(reason, message string) {
+	r.logger.Info("Certificate rotation warning", "reason", reason, "message", message)
+}
+
+func (r *logRecorder) Warningf(reason, messageFmt string, args ...any) {
+	r.Warning(reason, fmt.Sprintf(messageFmt, args...))
+}
+
+func (r *logRecorder) ForComponent(name string) events.Recorder {
+	return &logRecorder{logger: r.logger, component: name}
+}
+
+func (r *logRecorder) WithComponentSuffix(suffix string) events.Recorder {
+	return r.ForComponent(r.component + "-" + suffix)
+}
+
+func (r *logRecorder) WithContext(context.Context) events.Recorder { return r }
+
+func (r *logRecorder) ComponentName() string { return r.component }
+
+func (r *logRecorder) Shutdown() {}
 
 // fileSource serves tls.crt and tls.key of a directory, reloaded when they
 // change.
