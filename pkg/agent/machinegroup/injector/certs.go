@@ -65,32 +65,29 @@ func newRotator(kube kubernetes.Interface, opts Options, logger klog.Logger) *ro
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
 	secrets := factory.Core().V1().Secrets()
 	configMaps := factory.Core().V1().ConfigMaps()
-	recorder := &logRecorder{logger: logger, component: "fleetfit-agent-injector"}
 	owner := certrotation.AdditionalAnnotations{
 		JiraComponent: "fleetfit-agent",
 		Description:   "Serving certificate of fleetfit-agent's pod resource injector webhook",
 	}
-	r := &rotator{
-		kube: kube, opts: opts, logger: logger, factory: factory,
-		kick: make(chan struct{}, 1),
-		signer: certrotation.RotatedSigningCASecret{
-			Namespace: opts.Namespace, Name: SignerSecret,
-			Validity: opts.SignerValidity, Refresh: refreshAfter(opts.SignerValidity),
-			AdditionalAnnotations: owner,
-			Informer:              secrets, Lister: secrets.Lister(), Client: kube.CoreV1(), EventRecorder: recorder,
-		},
-		bundle: certrotation.CABundleConfigMap{
-			Namespace: opts.Namespace, Name: CABundleConfigMap,
-			AdditionalAnnotations: owner,
-			Informer:              configMaps, Lister: configMaps.Lister(), Client: kube.CoreV1(), EventRecorder: recorder,
-		},
-		target: certrotation.RotatedSelfSignedCertKeySecret{
-			Namespace: opts.Namespace, Name: ServingSecret,
-			Validity: opts.ServingValidity, Refresh: refreshAfter(opts.ServingValidity),
-			AdditionalAnnotations: owner,
-			CertCreator:           &certrotation.ServingRotation{Hostnames: opts.hostnames},
-			Informer:              secrets, Lister: secrets.Lister(), Client: kube.CoreV1(), EventRecorder: recorder,
-		},
+	r := &rotator{kube: kube, opts: opts, logger: logger, factory: factory, kick: make(chan struct{}, 1)}
+	recorder := &logRecorder{logger: &r.logger, component: "fleetfit-agent-injector"}
+	r.signer = certrotation.RotatedSigningCASecret{
+		Namespace: opts.Namespace, Name: SignerSecret,
+		Validity: opts.SignerValidity, Refresh: refreshAfter(opts.SignerValidity),
+		AdditionalAnnotations: owner,
+		Informer:              secrets, Lister: secrets.Lister(), Client: kube.CoreV1(), EventRecorder: recorder,
+	}
+	r.bundle = certrotation.CABundleConfigMap{
+		Namespace: opts.Namespace, Name: CABundleConfigMap,
+		AdditionalAnnotations: owner,
+		Informer:              configMaps, Lister: configMaps.Lister(), Client: kube.CoreV1(), EventRecorder: recorder,
+	}
+	r.target = certrotation.RotatedSelfSignedCertKeySecret{
+		Namespace: opts.Namespace, Name: ServingSecret,
+		Validity: opts.ServingValidity, Refresh: refreshAfter(opts.ServingValidity),
+		AdditionalAnnotations: owner,
+		CertCreator:           &certrotation.ServingRotation{Hostnames: opts.hostnames},
+		Informer:              secrets, Lister: secrets.Lister(), Client: kube.CoreV1(), EventRecorder: recorder,
 	}
 	mine := func(obj any) bool {
 		m, err := metaOf(obj)
@@ -144,6 +141,8 @@ func (r *rotator) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
 func (r *rotator) run(ctx context.Context, ready chan<- struct{}) {
+	// Only this goroutine logs through r.logger from now on.
+	r.logger = klog.FromContext(ctx)
 	r.factory.Start(ctx.Done())
 	defer r.factory.Shutdown()
 	for typ, ok := range r.factory.WaitForCacheSync(ctx.Done()) {
@@ -269,9 +268,10 @@ func syncCABundle(ctx context.Context, kube kubernetes.Interface, name string, c
 }
 
 // logRecorder logs certrotation's events, one line each, instead of
-// recording Events: they say what was created or replaced and why.
+// recording Events: they say what was created or replaced and why. logger
+// is the rotator's, which run replaces with its context's.
 type logRecorder struct {
-	logger    klog.Logger
+	logger    *klog.Logger
 	component string
 }
 
