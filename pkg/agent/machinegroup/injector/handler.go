@@ -118,22 +118,34 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		return allow()
 	}
 	logger := h.logger.WithValues("pod", klog.KRef(req.Namespace, podName(req, pod)))
+	patch, code, err := h.inject(pod, podLabels)
+	if err != nil {
+		logger.V(2).Info("Refused guest pod", "reason", err.Error())
+		return refuse(code, err.Error())
+	}
+	logger.V(4).Info("Injected machine type", "group", podLabels[machinegroup.LabelMachineGroup],
+		"machineType", podLabels[machinegroup.LabelMachineType], "patch", string(patch))
+	return allowPatch(patch)
+}
+
+// inject returns the JSON patch that gives a guest pod its machine type, nil
+// when it has it already, or why it cannot be admitted with the HTTP status
+// code to report.
+func (h *Handler) inject(pod *unstructured.Unstructured, podLabels map[string]string) ([]byte, int32, error) {
 	m, code, err := h.mutationFor(pod, podLabels)
-	if err == nil {
-		mutated := pod.DeepCopy()
-		if err = mutation.Mutate(mutated, m); err == nil {
-			var patch []byte
-			if patch, err = jsonPatch(pod.Object, mutated.Object); err == nil {
-				logger.V(4).Info("Injected machine type", "group", podLabels[machinegroup.LabelMachineGroup], "machineType", podLabels[machinegroup.LabelMachineType], "patch", string(patch))
-				return allowPatch(patch)
-			}
-		}
-		code = http.StatusBadRequest
-		err = fmt.Errorf("injecting machine type %q of machine group %q: %s",
+	if err != nil {
+		return nil, code, err
+	}
+	mutated := pod.DeepCopy()
+	if err := mutation.Mutate(mutated, m); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("injecting machine type %q of machine group %q: %s",
 			podLabels[machinegroup.LabelMachineType], podLabels[machinegroup.LabelMachineGroup], withoutObjectName(err, pod))
 	}
-	logger.V(2).Info("Refused guest pod", "reason", err.Error())
-	return refuse(code, err.Error())
+	patch, err := jsonPatch(pod.Object, mutated.Object)
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	return patch, 0, nil
 }
 
 // mutationFor returns what a guest pod with these labels gets, or why it
