@@ -19,8 +19,10 @@ const (
 	HubKubeconfigPath      = "/var/run/fleetfit/hub/" + HubKubeconfigSecretKey
 )
 
-// SpokeRBAC is the namespace and ServiceAccount of the agent, and lets the
-// ServiceAccount read Nodes and Pods.
+// SpokeRBAC is the namespace and ServiceAccount of the agent, and what the
+// ServiceAccount may do in the managed cluster: read Nodes and Pods for its
+// reports, and run machine groups (their controllers and the pod resource
+// injector, whose certificates it keeps in Namespace).
 //
 //go:embed spoke-rbac.yaml
 var SpokeRBAC []byte
@@ -30,6 +32,20 @@ var SpokeRBAC []byte
 //
 //go:embed hub-rbac.yaml
 var HubRBAC []byte
+
+// The pod resource injector's Service, in Namespace, and its
+// MutatingWebhookConfiguration, as Injector defines them.
+const (
+	InjectorService              = "fleetfit-agent-injector"
+	InjectorWebhookConfiguration = "fleetfit-agent-injector"
+)
+
+// Injector is the Service in front of the agent's webhook port and the
+// MutatingWebhookConfiguration that sends it guest pods of machine groups
+// in opted-in namespaces. The agent fills in the configuration's caBundle.
+//
+//go:embed injector.yaml
+var Injector []byte
 
 //go:embed hub-cluster-rbac.yaml
 var hubClusterRBAC string

@@ -79,7 +79,8 @@ func DeliveryObjects(namespaces ...string) ([]*unstructured.Unstructured, error)
 }
 
 // AgentObjects are the managed cluster's objects — deploy/agent's namespace,
-// ServiceAccount and RBAC, the Secret holding the hub kubeconfig and the
+// ServiceAccount and RBAC, the Secret holding the hub kubeconfig, the pod
+// resource injector's Service and MutatingWebhookConfiguration, and the
 // Deployment — in the order to apply them. The managed cluster's CRDs are
 // not among them (see manifests.SpokeCRDs).
 func AgentObjects(o AgentOptions) ([]*unstructured.Unstructured, error) {
@@ -113,8 +114,13 @@ func AgentObjects(o AgentOptions) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	injector, err := Decode(deployagent.Injector)
+	if err != nil {
+		return nil, err
+	}
 	objs := append(rbac, secret)
 	objs = append(objs, delivery...)
+	objs = append(objs, injector...)
 	return append(objs, deployment...), nil
 }
 

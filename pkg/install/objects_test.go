@@ -122,13 +122,17 @@ func TestAgentObjects(t *testing.T) {
 		"ServiceAccount fleetfit-agent/fleetfit-agent",
 		"ClusterRole /fleetfit:spoke:agent",
 		"ClusterRoleBinding /fleetfit:spoke:agent",
+		"Role fleetfit-agent/fleetfit:spoke:agent",
+		"RoleBinding fleetfit-agent/fleetfit:spoke:agent",
 		"Secret fleetfit-agent/" + deployagent.HubKubeconfigSecret,
+		"Service fleetfit-agent/" + deployagent.InjectorService,
+		"MutatingWebhookConfiguration /" + deployagent.InjectorWebhookConfiguration,
 		"Deployment fleetfit-agent/fleetfit-agent",
 	}
 	if diff := cmp.Diff(want, refs); diff != "" {
 		t.Errorf("objects, in order (-want,+got):\n%s", diff)
 	}
-	data, _, _ := unstructured.NestedString(objs[4].Object, "data", deployagent.HubKubeconfigSecretKey)
+	data, _, _ := unstructured.NestedString(objs[6].Object, "data", deployagent.HubKubeconfigSecretKey)
 	if got, _ := base64.StdEncoding.DecodeString(data); string(got) != string(kubeconfig) {
 		t.Errorf("Secret holds %q, want the kubeconfig %q", got, kubeconfig)
 	}

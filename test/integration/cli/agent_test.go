@@ -37,7 +37,11 @@ var agentObjectRefs = []string{
 	"serviceaccount/fleetfit-agent",
 	"clusterrole.rbac.authorization.k8s.io/fleetfit:spoke:agent",
 	"clusterrolebinding.rbac.authorization.k8s.io/fleetfit:spoke:agent",
+	"role.rbac.authorization.k8s.io/fleetfit:spoke:agent",
+	"rolebinding.rbac.authorization.k8s.io/fleetfit:spoke:agent",
 	"secret/fleetfit-hub-kubeconfig",
+	"service/fleetfit-agent-injector",
+	"mutatingwebhookconfiguration.admissionregistration.k8s.io/fleetfit-agent-injector",
 	"deployment.apps/fleetfit-agent",
 }
 
