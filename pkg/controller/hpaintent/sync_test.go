@@ -102,6 +102,38 @@ func TestValidCondition(t *testing.T) {
 					`an intent's workload may only hold namespaced objects of its namespace (and that Namespace); ask the managed clusters' admins to install it; nothing of the workload is delivered until it is fixed`,
 				ObservedGeneration: 3, LastTransitionTime: now},
 		},
+		"no consumers yet": {
+			placements: []string{"p"},
+			intent:     withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonIncomplete,
+				Message:            `the intent has no consumers yet: add at least one to spec.consumers; until then it changes nothing about the decisions of Placement "p"`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
+		"a consumer without requirements": {
+			placements: []string{"p"},
+			intent: withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
+				utiltesting.MakeConsumer("a").Target("Deployment", "a", "a").Requirement(utiltesting.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj(),
+				utiltesting.MakeConsumer("b").Target("Deployment", "b", "b").Obj()).Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonIncomplete,
+				Message:            `consumer "b" has no requirements yet: add at least one to its requirements; until then it changes nothing about the decisions of Placement "p"`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
+		"two consumers without requirements": {
+			placements: []string{"p"},
+			intent: withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
+				utiltesting.MakeConsumer("a").Target("Deployment", "a", "").Obj(),
+				utiltesting.MakeConsumer("b").Target("Deployment", "b", "").Obj()).Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonIncomplete,
+				Message:            `consumers "a", "b" have no requirements yet: add at least one to the requirements of each; until then it changes nothing about the decisions of Placement "p"`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
+		"incomplete and its placement missing: the placement gives the reason": {
+			intent: withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: hpa.ReasonPlacementNotFound,
+				Message: `Placement "p" not found in namespace "apps": create it or fix spec.placementRef.name; ` +
+					`the intent has no consumers yet: add at least one to spec.consumers; until then it changes nothing about the decisions of Placement "p"`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
 		"requirements problem": {
 			placements: []string{"p"},
 			intent: utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
