@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
 	deployhub "github.com/fleetfit/fleetfit/deploy/hub"
@@ -217,4 +218,15 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// clientFor is an HTTPS client of the API presenting cfg's client certificate.
+func (e *env) clientFor(cfg *rest.Config) *client {
+	e.t.Helper()
+	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true} //nolint:gosec // self-signed here
+	return &client{t: e.t, http: &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: time.Minute}, base: e.base}
 }
