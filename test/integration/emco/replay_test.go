@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -370,12 +369,4 @@ func substance(spec *v1alpha1.HPAIntentSpec) (consumers map[string][]string, ext
 	}
 	slices.Sort(extras)
 	return consumers, extras
-}
-
-// validReason returns the reason of the intent's Valid condition, or "".
-func validReason(in *v1alpha1.HPAIntent) string {
-	if c := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionValid); c != nil {
-		return c.Reason
-	}
-	return ""
 }
