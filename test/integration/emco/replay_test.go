@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
@@ -182,8 +184,22 @@ func TestReplayUsageExample(t *testing.T) {
 	e.createPlacement("fwall")
 	e.createPlacement("analytics")
 	c := e.client(editor)
+	// Without intents, the hub decides one cluster for each app, either one.
+	before := map[string][]string{}
+	for _, app := range []string{"fwall", "analytics"} {
+		framework.Eventually(t, func(ctx context.Context) error {
+			decided, err := e.decided(ctx, app)
+			if err == nil && len(decided) != 1 {
+				err = fmt.Errorf("placement %s decides %v, want one cluster", app, decided)
+			}
+			before[app] = decided
+			return err
+		})
+	}
 
-	// The empty intent is stored, and incomplete until it has consumers with requirements.
+	// The empty intent is stored, and incomplete until it has consumers with requirements;
+	// meanwhile, and while its consumers have no requirements, its Placement keeps its
+	// decisions.
 	c.must(http.StatusCreated, http.MethodPost, fwallSteps[0].path, "application/yaml", fwallSteps[0].body, nil)
 	e.waitStatus(c, "fwall-hpa-intent", func(s emco.Status) error {
 		if s.Valid == nil || !s.Valid.Current || s.Valid.Reason != hpaintentctrl.ReasonIncomplete || !strings.Contains(s.Valid.Message, "no consumers") {
@@ -191,7 +207,24 @@ func TestReplayUsageExample(t *testing.T) {
 		}
 		return nil
 	})
-	for _, s := range append(fwallSteps[1:], analyticsSteps...) {
+	for _, s := range fwallSteps[1:3] {
+		c.must(http.StatusCreated, http.MethodPost, s.path, "application/yaml", s.body, nil)
+	}
+	e.waitStatus(c, "fwall-hpa-intent", func(s emco.Status) error {
+		if s.Valid == nil || !s.Valid.Current || s.Valid.Reason != hpaintentctrl.ReasonIncomplete ||
+			!strings.Contains(s.Valid.Message, `consumers "core-fwall", "api-server" have no requirements yet`) {
+			return fmt.Errorf("valid %+v, want Incomplete naming both consumers", s.Valid)
+		}
+		return nil
+	})
+	framework.Consistently(t, 2*time.Second, func(ctx context.Context) error {
+		decided, err := e.decided(ctx, "fwall")
+		if err == nil && !slices.Equal(decided, before["fwall"]) {
+			err = fmt.Errorf("the incomplete intent moved fwall from %v to %v", before["fwall"], decided)
+		}
+		return err
+	})
+	for _, s := range append(fwallSteps[3:], analyticsSteps...) {
 		c.must(http.StatusCreated, http.MethodPost, s.path, "application/yaml", s.body, nil)
 	}
 
@@ -301,6 +334,24 @@ func TestReplayUsageExample(t *testing.T) {
 			}
 		}
 	})
+}
+
+// decided returns the clusters the decisions of a Placement of the project name, sorted.
+func (e *env) decided(ctx context.Context, placement string) ([]string, error) {
+	list, err := e.clusters.ClusterV1beta1().PlacementDecisions(e.project).List(ctx, metav1.ListOptions{
+		LabelSelector: clusterv1beta1.PlacementLabel + "=" + placement,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, d := range list.Items {
+		for _, c := range d.Status.Decisions {
+			names = append(names, c.ClusterName)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // intent reads an HPAIntent of the project.
