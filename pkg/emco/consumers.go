@@ -35,13 +35,6 @@ func consumerFromRequest(r *http.Request) (*Consumer, v1alpha1.ResourceConsumer,
 	return &body, c, nil
 }
 
-// storedMetadata is a part's metadata as kept: without the name, which the
-// object holds.
-func storedMetadata(m Metadata) Metadata {
-	m.Name = ""
-	return m
-}
-
 func (h *Handler) createConsumer(ctx context.Context, s scope, r *http.Request) (int, any, error) {
 	body, c, err := consumerFromRequest(r)
 	if err != nil {
@@ -54,7 +47,7 @@ func (h *Handler) createConsumer(ctx context.Context, s scope, r *http.Request) 
 		}
 		in.Spec.Consumers = append(in.Spec.Consumers, c)
 		p := partsOf(in)
-		p.consumer(c.Name).Metadata = storedMetadata(body.Metadata)
+		p.consumer(c.Name).partMetadata = storedMetadata(body.Metadata)
 		p.store(in)
 		return nil
 	})
@@ -109,7 +102,7 @@ func (h *Handler) putConsumer(ctx context.Context, s scope, r *http.Request) (in
 			in.Spec.Consumers[i] = c
 		}
 		p := partsOf(in)
-		p.consumer(c.Name).Metadata = storedMetadata(body.Metadata)
+		p.consumer(c.Name).partMetadata = storedMetadata(body.Metadata)
 		p.store(in)
 		return nil
 	})

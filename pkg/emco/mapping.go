@@ -34,14 +34,30 @@ const (
 type parts map[string]*consumerPart
 
 type consumerPart struct {
-	Metadata     `json:",inline"`
+	partMetadata
 	Requirements map[string]*requirementPart `json:"requirements,omitempty"`
+}
+
+// partMetadata is a part's Metadata as kept: without the name, which the
+// HPAIntent holds, and without what is empty.
+type partMetadata struct {
+	Description string `json:"description,omitempty"`
+	UserData1   string `json:"userData1,omitempty"`
+	UserData2   string `json:"userData2,omitempty"`
+}
+
+func storedMetadata(m Metadata) partMetadata {
+	return partMetadata{Description: m.Description, UserData1: m.UserData1, UserData2: m.UserData2}
+}
+
+func (m partMetadata) named(name string) Metadata {
+	return Metadata{Name: name, Description: m.Description, UserData1: m.UserData1, UserData2: m.UserData2}
 }
 
 // requirementPart is a requirement's metadata and spelling: its amounts as
 // posted (JSON numbers or strings), and the name given to a node label.
 type requirementPart struct {
-	Metadata `json:",inline"`
+	partMetadata
 	Requests json.RawMessage `json:"requests,omitempty"`
 	Limits   json.RawMessage `json:"limits,omitempty"`
 	// LabelAs is "name" when a node label was posted as name (the seed's
@@ -87,7 +103,7 @@ func (p parts) store(in *v1alpha1.HPAIntent) {
 		if old == nil {
 			continue
 		}
-		part := &consumerPart{Metadata: old.Metadata}
+		part := &consumerPart{partMetadata: old.partMetadata}
 		for j := range c.Requirements {
 			if r := old.Requirements[c.Requirements[j].Name]; r != nil {
 				if part.Requirements == nil {
@@ -151,10 +167,10 @@ func consumerOf(c *v1alpha1.ResourceConsumer, p parts) Consumer {
 			ResourceRequirements: []Requirement{},
 		},
 	}
-	if part := p[c.Name]; part != nil {
-		out.Metadata = part.Metadata
-	}
 	out.Metadata.Name = c.Name
+	if part := p[c.Name]; part != nil {
+		out.Metadata = part.named(c.Name)
+	}
 	for j := range c.Requirements {
 		out.Spec.ResourceRequirements = append(out.Spec.ResourceRequirements, requirementOf(c.Name, &c.Requirements[j], p))
 	}
@@ -166,8 +182,7 @@ func requirementOf(consumer string, r *v1alpha1.ResourceRequirement, p parts) Re
 	if c := p[consumer]; c != nil && c.Requirements[r.Name] != nil {
 		part = *c.Requirements[r.Name]
 	}
-	out := Requirement{Metadata: part.Metadata}
-	out.Metadata.Name = r.Name
+	out := Requirement{Metadata: part.named(r.Name)}
 	mandatory := r.IsMandatory()
 	out.Spec.Mandatory = &mandatory
 	if r.Weight != nil {
@@ -260,8 +275,7 @@ func consumerFrom(c *Consumer) (v1alpha1.ResourceConsumer, *Error) {
 func requirementFrom(r *Requirement) (v1alpha1.ResourceRequirement, *requirementPart, *Error) {
 	s := &r.Spec
 	out := v1alpha1.ResourceRequirement{Name: r.Metadata.Name, Mandatory: s.Mandatory, Weight: s.Weight}
-	part := &requirementPart{Metadata: r.Metadata}
-	part.Name = ""
+	part := &requirementPart{partMetadata: storedMetadata(r.Metadata)}
 	specPath := field.NewPath("spec")
 	if s.Allocatable == nil {
 		return out, nil, badRequest("%s", field.Required(specPath.Child("allocatable"),

@@ -244,7 +244,11 @@ func TestReplayUsageExample(t *testing.T) {
 		if diff := cmp.Diff([]string{"api-server: feature feature.node.kubernetes.io/cpu-cpuid.AVX512F Exists", "core-fwall: exclusiveCPU"}, extras); diff != "" {
 			t.Errorf("what fwall.yaml says beyond the seed (-want,+got):\n%s", diff)
 		}
-		got, gotExtras := substance(&e.intent("fwall-hpa-intent").Spec)
+		stored := e.intent("fwall-hpa-intent")
+		if raw, err := yaml.Marshal(stored); err == nil {
+			t.Logf("fwall-hpa-intent as stored:\n%s", raw)
+		}
+		got, gotExtras := substance(&stored.Spec)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("fwall-hpa-intent (-fwall.yaml,+replayed):\n%s", diff)
 		}
