@@ -150,7 +150,8 @@ func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Re
 				return 0, nil, err
 			}
 			if _, err := h.clients.Kube.CoreV1().Namespaces().Get(ctx, s.project, metav1.GetOptions{}); err != nil {
-				if apierrors.IsNotFound(err) {
+				// A name that cannot be a namespace's is no project either.
+				if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 					return 0, nil, notFound("project %q not found", s.project)
 				}
 				return 0, nil, fmt.Errorf("reading project %q: %w", s.project, err)
@@ -166,8 +167,10 @@ func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Re
 			logger.Error(err, "Failed EMCO request")
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		case body == nil:
+			logger.V(4).Info("Served EMCO request", "status", code)
 			w.WriteHeader(code)
 		default:
+			logger.V(4).Info("Served EMCO request", "status", code)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(code)
 			_ = json.NewEncoder(w).Encode(body)

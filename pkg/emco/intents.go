@@ -47,8 +47,15 @@ func (h *Handler) update(ctx context.Context, s scope, at location, change func(
 			return invalid(in, at, errs, labelField(in))
 		}
 		out, err = h.clients.Fleetfit.FleetfitV1alpha1().HPAIntents(s.project).Update(ctx, in, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			return notFound("hpa intent %q not found", s.intent)
+		}
 		return fromAPI(in, at, err, labelField(in))
 	})
+	if apierrors.IsConflict(err) {
+		// Every retry lost a race with another change of the intent.
+		return nil, conflict("hpa intent %q kept changing while this request was applied (%d attempts): try again", s.intent, h.backoff.Steps)
+	}
 	return out, err
 }
 
@@ -158,10 +165,14 @@ func (h *Handler) putIntent(ctx context.Context, s scope, r *http.Request) (int,
 		return 0, nil, badRequest("metadata.name: Invalid value: %q: must be the intent's name in the path, %q", body.Metadata.Name, s.intent)
 	}
 	if _, err := h.intent(ctx, s); err != nil {
-		if isNotFound(err) {
-			return h.newIntent(ctx, s, body)
+		if !isNotFound(err) {
+			return 0, nil, err
 		}
-		return 0, nil, err
+		// A PUT that creates the intent needs the right to create it.
+		if err := h.authorize(ctx, "create", s); err != nil {
+			return 0, nil, err
+		}
+		return h.newIntent(ctx, s, body)
 	}
 	updated, err := h.update(ctx, s, location{}, func(in *v1alpha1.HPAIntent) error {
 		if len(in.Spec.Consumers) > 0 {

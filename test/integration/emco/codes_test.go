@@ -14,7 +14,7 @@ import (
 func TestStatusCodes(t *testing.T) {
 	e := newEnv(t, "codes")
 	e.createPlacement("app")
-	as := map[string]*client{"": e.client(""), editor: e.client(editor), viewer: e.client(viewer), stranger: e.client(stranger)}
+	as := map[string]*client{"": e.client(""), editor: e.client(editor), viewer: e.client(viewer), stranger: e.client(stranger), updater: e.client(updater)}
 	admin := e.clientFor(fleet.Hub.AdminConfig())
 	const (
 		intent       = "/app-intent"
@@ -90,6 +90,8 @@ func TestStatusCodes(t *testing.T) {
 		{name: "put intent", user: editor, method: http.MethodPut, path: intent, body: strings.Replace(intentBody, `"d"`, `"e"`, 1), want: http.StatusOK, wantMessage: `"description":"e"`},
 		{name: "delete intent", user: editor, method: http.MethodDelete, path: intent, want: http.StatusNoContent},
 		{name: "deleted intent", user: editor, method: http.MethodGet, path: intent, want: http.StatusNotFound, wantMessage: `hpa intent "app-intent" not found`},
+		{name: "put of a new intent needs create", user: updater, method: http.MethodPut, path: "/other", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusForbidden, wantMessage: `user "emco-updater" cannot create hpaintents`},
+		{name: "a name that is no namespace's", user: "admin", method: http.MethodGet, path: "@No_Project/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig1/hpa-intents", want: http.StatusNotFound, wantMessage: `project "No_Project" not found`},
 		{name: "put new intent", user: editor, method: http.MethodPut, path: "/other", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusCreated},
 		{name: "same name in another deployment intent group", user: editor, method: http.MethodPost, path: "@codes/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig2/hpa-intents", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusConflict, wantMessage: "under another composite app, version or deployment intent group"},
 		{name: "not seen from another deployment intent group", user: editor, method: http.MethodGet, path: "@codes/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig2/hpa-intents/other", want: http.StatusNotFound},

@@ -28,11 +28,13 @@ import (
 )
 
 // Who calls the API in these tests: a user with every verb on the project's hpaintents, one
-// who may only read them, and one with no rights.
+// who may only read them, one who may read and change them, and one with no rights.
 const (
 	editor   = "emco-editor"
 	viewer   = "emco-viewer"
 	stranger = "emco-stranger"
+	// updater may change intents, not create them.
+	updater = "emco-updater"
 )
 
 // env is one test's project (a namespace), clients, and the base URL of a running hub.
@@ -69,6 +71,7 @@ func newEnv(t *testing.T, project string) *env {
 	}
 	e.grant(editor, "create", "get", "list", "update", "delete")
 	e.grant(viewer, "get", "list")
+	e.grant(updater, "get", "update")
 
 	if err := framework.Apply(ctx, cfg, deployhub.RBAC); err != nil {
 		t.Fatal(err)
