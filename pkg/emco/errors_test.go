@@ -1,7 +1,13 @@
 package emco
 
 import (
+	"errors"
+	"net/http"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -72,5 +78,31 @@ func TestFieldMessage(t *testing.T) {
 				t.Errorf("fieldMessage = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFromAPI: the API server's refusal of an intent is a 400 naming the REST fields; other
+// errors of the API server pass through, for the caller to answer 500 or retry a conflict.
+func TestFromAPI(t *testing.T) {
+	in := utiltesting.MakeHPAIntent("i", "ns").Placement("p").Consumer(
+		utiltesting.MakeConsumer("web").Target("Deployment", "web", "nginx").Requirement(utiltesting.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj()).Obj()
+	gk := schema.GroupKind{Group: "fleetfit.io", Kind: "HPAIntent"}
+	at := location{consumer: "web", requirement: "cpu"}
+	refused := apierrors.NewInvalid(gk, "i", field.ErrorList{
+		field.Invalid(field.NewPath("spec", "consumers").Index(0).Child("requirements").Index(0).Child("resource", "limits"), "3", "too much"),
+		field.Invalid(field.NewPath("metadata", "name"), "I", "not a name"),
+	})
+	err := fromAPI(in, at, refused, labelField(in))
+	var own *Error
+	if !errors.As(err, &own) || own.Code != http.StatusBadRequest ||
+		own.Message != `spec.limits: Invalid value: "3": too much; hpa-intent: metadata.name: Invalid value: "I": not a name` {
+		t.Errorf("fromAPI(Invalid) = %v", err)
+	}
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "fleetfit.io", Resource: "hpaintents"}, "i", errors.New("changed"))
+	if err := fromAPI(in, at, conflict, labelField(in)); !apierrors.IsConflict(err) {
+		t.Errorf("fromAPI(Conflict) = %v, want the conflict itself", err)
+	}
+	if err := fromAPI(in, at, nil, labelField(in)); err != nil {
+		t.Errorf("fromAPI(nil) = %v", err)
 	}
 }
