@@ -13,7 +13,7 @@ func consumerIndex(in *v1alpha1.HPAIntent, name string) int {
 	return slices.IndexFunc(in.Spec.Consumers, func(c v1alpha1.ResourceConsumer) bool { return c.Name == name })
 }
 
-// consumer returns the index of the scope's consumer, or a 404.
+// consumerIn returns the index of the scope's consumer in in, or a 404.
 func (s scope) consumerIn(in *v1alpha1.HPAIntent) (int, error) {
 	i := consumerIndex(in, s.consumer)
 	if i < 0 {

@@ -3,6 +3,7 @@ package emco
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,8 +94,8 @@ func (p parts) requirement(consumer, name string) *requirementPart {
 	return c.Requirements[name]
 }
 
-// store writes p into in's annotations, keeping only the consumers and
-// requirements in has.
+// store writes p into in's annotations, keeping only the parts of the
+// consumers and requirements in has.
 func (p parts) store(in *v1alpha1.HPAIntent) {
 	kept := parts{}
 	for i := range in.Spec.Consumers {
@@ -252,8 +253,8 @@ func parseAmount(raw json.RawMessage) (resource.Quantity, error) {
 }
 
 var (
-	errNoAmount  = &Error{Message: "no amount"}
-	errNotAmount = &Error{Message: "not a number or a string"}
+	errNoAmount  = errors.New("no amount")
+	errNotAmount = errors.New("not a number or a string")
 )
 
 // consumerFrom returns the consumer a request describes, with no requirements.
