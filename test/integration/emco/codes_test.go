@@ -1,6 +1,7 @@
 package emco
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestStatusCodes(t *testing.T) {
 		yaml         bool
 		want         int
 		wantMessage  string
-		// unchanged: the request fails and the intent keeps its resourceVersion.
+		// unchanged: the request fails and the intent keeps its spec and annotations.
 		unchanged bool
 	}{
 		{name: "no credentials", method: http.MethodGet, want: http.StatusUnauthorized, wantMessage: "Unauthorized"},
@@ -115,24 +116,25 @@ func TestStatusCodes(t *testing.T) {
 				contentType = "application/yaml"
 			}
 		}
-		before := e.resourceVersion("app-intent")
+		before := e.written("app-intent")
 		code, body := c.do(t.Context(), tc.method, path, contentType, []byte(tc.body))
 		t.Logf("%s: %s %s: %d %s", tc.name, tc.method, tc.path, code, strings.TrimSpace(body))
 		if code != tc.want || !strings.Contains(body, tc.wantMessage) {
 			t.Errorf("%s: %s %s: %d %q, want %d with %q", tc.name, tc.method, tc.path, code, body, tc.want, tc.wantMessage)
 		}
-		if after := e.resourceVersion("app-intent"); tc.unchanged && after != before {
-			t.Errorf("%s: the failed request changed the intent (resourceVersion %s, then %s)", tc.name, before, after)
+		if after := e.written("app-intent"); tc.unchanged && after != before {
+			t.Errorf("%s: the failed request changed the intent (%s, then %s)", tc.name, before, after)
 		}
 	}
 }
 
-// resourceVersion returns the resourceVersion of an HPAIntent of the project, or "" when
-// there is none.
-func (e *env) resourceVersion(name string) string {
+// written returns what requests write of an HPAIntent of the project: its generation, which
+// any change of its spec increments, and its annotations; "" when there is none. (Its
+// resourceVersion would also change with the status the hub writes.)
+func (e *env) written(name string) string {
 	in, err := e.fleetfit.FleetfitV1alpha1().HPAIntents(e.project).Get(e.t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		return ""
 	}
-	return in.ResourceVersion
+	return fmt.Sprintf("generation %d, annotations %v", in.Generation, in.Annotations)
 }
