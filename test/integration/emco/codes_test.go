@@ -94,9 +94,9 @@ func TestStatusCodes(t *testing.T) {
 		{name: "put of a new intent needs create", user: updater, method: http.MethodPut, path: "/other", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusForbidden, wantMessage: `user "emco-updater" cannot create hpaintents`},
 		{name: "a name that is no namespace's", user: "admin", method: http.MethodGet, path: "@No_Project/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig1/hpa-intents", want: http.StatusNotFound, wantMessage: `project "No_Project" not found`},
 		{name: "put new intent", user: editor, method: http.MethodPut, path: "/other", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusCreated},
-		{name: "same name in another deployment intent group", user: editor, method: http.MethodPost, path: "@codes/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig2/hpa-intents", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusConflict, wantMessage: "under another composite app, version or deployment intent group"},
-		{name: "not seen from another deployment intent group", user: editor, method: http.MethodGet, path: "@codes/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig2/hpa-intents/other", want: http.StatusNotFound},
-		{name: "a version that is no label", user: editor, method: http.MethodGet, path: "@codes/composite-apps/my-capp1/v1.0~beta/deployment-intent-groups/my-dig1/hpa-intents", want: http.StatusBadRequest, wantMessage: `composite app version "v1.0~beta"`},
+		{name: "same name in another deployment intent group", user: editor, method: http.MethodPost, path: "@{project}/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig2/hpa-intents", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusConflict, wantMessage: "under another composite app, version or deployment intent group"},
+		{name: "not seen from another deployment intent group", user: editor, method: http.MethodGet, path: "@{project}/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig2/hpa-intents/other", want: http.StatusNotFound},
+		{name: "a version that is no label", user: editor, method: http.MethodGet, path: "@{project}/composite-apps/my-capp1/v1.0~beta/deployment-intent-groups/my-dig1/hpa-intents", want: http.StatusBadRequest, wantMessage: `composite app version "v1.0~beta"`},
 	}
 	for _, tc := range cases {
 		c := as[tc.user]
@@ -107,7 +107,7 @@ func TestStatusCodes(t *testing.T) {
 		if rest, ok := strings.CutPrefix(path, "@"); ok {
 			// A path of its own, from the project on.
 			c = &client{t: t, http: c.http, base: strings.Split(e.base, "/v2/")[0]}
-			path = "/v2/projects/" + rest
+			path = "/v2/projects/" + strings.ReplaceAll(rest, "{project}", e.project)
 		}
 		contentType := ""
 		if tc.body != "" {

@@ -47,7 +47,7 @@ type env struct {
 	base     string
 }
 
-// newEnv creates the project namespace with the roles of editor and viewer, a cluster set
+// newEnv creates a project namespace named project-<random> with the roles of editor and viewer, a cluster set
 // bound to it, and runs fleetfit-hub with deploy/hub's RBAC until the test ends.
 func newEnv(t *testing.T, project string) *env {
 	t.Helper()
@@ -59,14 +59,23 @@ func newEnv(t *testing.T, project string) *env {
 		clusters: clusterclient.NewForConfigOrDie(cfg),
 		fleetfit: fleetfitclient.NewForConfigOrDie(cfg),
 	}
-	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: project}}, metav1.CreateOptions{}); err != nil {
+	// A generated name lets the test run again (-count) on the same hub, where the namespaces
+	// of earlier runs stay terminating (no controller empties them).
+	ns, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: project + "-"}}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.kube.CoreV1().Namespaces().Delete(context.Background(), project, metav1.DeleteOptions{}) })
-	if _, err := e.clusters.ClusterV1beta2().ManagedClusterSets().Create(ctx, utiltesting.MakeExclusiveClusterSet(project), metav1.CreateOptions{}); err != nil {
+	e.project = ns.Name
+	t.Cleanup(func() {
+		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), e.project, metav1.DeleteOptions{})
+	})
+	if _, err := e.clusters.ClusterV1beta2().ManagedClusterSets().Create(ctx, utiltesting.MakeExclusiveClusterSet(e.project), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.clusters.ClusterV1beta2().ManagedClusterSetBindings(project).Create(ctx, utiltesting.MakeClusterSetBinding(project, project), metav1.CreateOptions{}); err != nil {
+	t.Cleanup(func() {
+		_ = e.clusters.ClusterV1beta2().ManagedClusterSets().Delete(context.Background(), e.project, metav1.DeleteOptions{})
+	})
+	if _, err := e.clusters.ClusterV1beta2().ManagedClusterSetBindings(e.project).Create(ctx, utiltesting.MakeClusterSetBinding(e.project, e.project), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.grant(editor, "create", "get", "list", "update", "delete")
@@ -83,7 +92,7 @@ func newEnv(t *testing.T, project string) *env {
 	port := freePort(t)
 	framework.RunHub(t, hubUser, "--workers=2", "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port),
 		"--cert-dir", filepath.Join(t.TempDir(), "certs"))
-	e.base = fmt.Sprintf("https://127.0.0.1:%d/v2/projects/%s/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig1/hpa-intents", port, project)
+	e.base = fmt.Sprintf("https://127.0.0.1:%d/v2/projects/%s/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig1/hpa-intents", port, e.project)
 	// The endpoint is up once it answers.
 	c := e.client(editor)
 	framework.Eventually(t, func(ctx context.Context) error {
@@ -115,10 +124,11 @@ func (e *env) grant(user string, verbs ...string) {
 	}
 }
 
-// createCluster creates an available managed cluster of the project's set whose agent has
-// just reported one node.
-func (e *env) createCluster(name string, node *corev1.Node) {
+// createCluster creates an available managed cluster of the project's set, named
+// <project>-<suffix>, whose agent has just reported one node, and returns its name.
+func (e *env) createCluster(suffix string, node *corev1.Node) string {
 	e.t.Helper()
+	name := e.project + "-" + suffix
 	ctx := e.t.Context()
 	want := utiltesting.MakeCluster(name).ClusterSet(e.project).Available().Obj()
 	got, err := e.clusters.ClusterV1().ManagedClusters().Create(ctx, want.DeepCopy(), metav1.CreateOptions{})
@@ -145,6 +155,7 @@ func (e *env) createCluster(name string, node *corev1.Node) {
 	if _, err := e.fleetfit.FleetfitV1alpha1().ClusterInventories(name).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+	return name
 }
 
 // createPlacement creates the Placement of an app: one cluster of the project's set.

@@ -178,9 +178,9 @@ func TestReplayUsageExample(t *testing.T) {
 	e := newEnv(t, "my-proj1")
 	// One cluster has room for every consumer (and the optional GPU); the other has 2 cores
 	// and no QAT: too little for core-fwall, and no room for logger.
-	e.createCluster("replay-big", utiltesting.MakeNode("big").Resource(corev1.ResourceCPU, "32").Resource(corev1.ResourceMemory, "128Gi").
+	big := e.createCluster("big", utiltesting.MakeNode("big").Resource(corev1.ResourceCPU, "32").Resource(corev1.ResourceMemory, "128Gi").
 		Resource("nvidia.com/gpu", "2").Resource("intel.com/qat", "4").Obj())
-	e.createCluster("replay-small", utiltesting.MakeNode("small").Resource(corev1.ResourceCPU, "2").Resource(corev1.ResourceMemory, "8Gi").Obj())
+	e.createCluster("small", utiltesting.MakeNode("small").Resource(corev1.ResourceCPU, "2").Resource(corev1.ResourceMemory, "8Gi").Obj())
 	e.createPlacement("fwall")
 	e.createPlacement("analytics")
 	c := e.client(editor)
@@ -303,8 +303,8 @@ func TestReplayUsageExample(t *testing.T) {
 				if s.Valid == nil || s.Valid.Status != "True" || s.Scheduled == nil || s.Scheduled.Status != "True" || !s.Scheduled.Current {
 					return fmt.Errorf("valid %+v, scheduled %+v, want both True", s.Valid, s.Scheduled)
 				}
-				if !slices.Equal(s.Clusters, []string{"replay-big"}) {
-					return fmt.Errorf("clusters %v, want [replay-big]", s.Clusters)
+				if !slices.Equal(s.Clusters, []string{big}) {
+					return fmt.Errorf("clusters %v, want [%s]", s.Clusters, big)
 				}
 				if len(s.Candidates) != 2 {
 					return fmt.Errorf("candidates %+v, want one per consumer", s.Candidates)
