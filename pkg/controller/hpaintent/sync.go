@@ -29,7 +29,7 @@ const (
 	// its consumers, then their requirements), and each step is stored; an
 	// intent in between is not an error, but it cannot shape its Placement
 	// either, so it is invalid and the Placement keeps its decisions.
-	ReasonIncomplete          = "Incomplete"
+	ReasonIncomplete          = hpa.ReasonIncomplete
 	ReasonManifestNotAllowed  = "ManifestNotAllowed"
 	ReasonInvalidWorkload     = string(hpa.ReasonInvalidWorkload)
 	ReasonInvalidRequirements = string(hpa.ReasonInvalidRequirements)
@@ -179,10 +179,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	// Events are recorded after the write, so a retried write does not repeat
 	// them: one Warning per new verdict of invalidity, one Normal on recovery.
+	// An incomplete intent is one being built, step by step, so each of its
+	// steps is a Normal event.
 	switch {
 	case cond.Status == metav1.ConditionFalse && (previous == nil || previous.Status != metav1.ConditionFalse ||
 		previous.Reason != cond.Reason || previous.Message != cond.Message):
-		c.recorder.Eventf(in, nil, corev1.EventTypeWarning, cond.Reason, "Validate", "%s", cond.Message)
+		eventType := corev1.EventTypeWarning
+		if cond.Reason == ReasonIncomplete {
+			eventType = corev1.EventTypeNormal
+		}
+		c.recorder.Eventf(in, nil, eventType, cond.Reason, "Validate", "%s", cond.Message)
 	case cond.Status == metav1.ConditionTrue && previous != nil && previous.Status == metav1.ConditionFalse:
 		c.recorder.Eventf(in, nil, corev1.EventTypeNormal, ReasonValid, "Validate", "%s", cond.Message)
 	}

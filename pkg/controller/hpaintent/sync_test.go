@@ -235,3 +235,33 @@ func TestSync(t *testing.T) {
 		t.Errorf("event %q, want the Normal Valid event", e)
 	}
 }
+
+// TestSyncIncomplete: an intent being built is told what it lacks with a Normal event, not a
+// Warning.
+func TestSyncIncomplete(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	in := utiltesting.MakeHPAIntent("app", ns).Placement("p").Obj()
+	in.Generation = 1
+	client := fake.NewSimpleClientset(in)
+	intents := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := intents.Add(in); err != nil {
+		t.Fatal(err)
+	}
+	recorder := events.NewFakeRecorder(10)
+	c := &Controller{
+		client: client, recorder: recorder, opts: Options{Clock: clocktesting.NewFakeClock(now.Time)},
+		intents: fleetfitlisters.NewHPAIntentLister(intents), placements: placementLister(t, "p"),
+	}
+	if err := c.sync(ctx, ns+"/app"); err != nil {
+		t.Fatal(err)
+	}
+	want := `Normal Incomplete the intent has no consumers yet: add at least one to spec.consumers; until then it changes nothing about the decisions of Placement "p"`
+	select {
+	case e := <-recorder.Events:
+		if e != want {
+			t.Errorf("event %q, want %q", e, want)
+		}
+	default:
+		t.Errorf("no event, want %q", want)
+	}
+}

@@ -243,6 +243,10 @@ func TestBuiltStepByStep(t *testing.T) {
 	if want := `the intent has no consumers yet: add at least one to spec.consumers; until then it changes nothing about the decisions of Placement "app"`; cond.Message != want {
 		t.Errorf("message %q, want %q", cond.Message, want)
 	}
+	// A step of building an intent is no fault: the event says so without a warning.
+	if note := e.waitEvent("app", corev1.EventTypeNormal, hpaintentctrl.ReasonIncomplete); note != cond.Message {
+		t.Errorf("event note %q, want %q", note, cond.Message)
+	}
 
 	update := func(mutate func(*v1alpha1.HPAIntent)) {
 		t.Helper()
