@@ -135,8 +135,9 @@ func (s scope) check() *Error {
 	return nil
 }
 
-// serve authenticates and authorises a request, checks its project, runs
-// serve and writes what it returns: a body with a status code, or an error.
+// serve authorises a request as the caller the hub's authentication filter
+// found, checks its path and project, runs serve and writes what it returns:
+// a body with a status code, or an error.
 func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Request) (int, any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
