@@ -13,6 +13,19 @@ import (
 // here, beside the other facts about an intent that both rely on.
 const ReasonPlacementNotFound = "PlacementNotFound"
 
+// ReasonIncomplete is the reason of a False Valid condition whose intent has
+// no consumers, or a consumer without requirements: one being built step by
+// step, as EMCO's API builds intents. Like any invalid intent it holds its
+// Placement's decisions; it is no fault, so it is reported without warnings.
+const ReasonIncomplete = "Incomplete"
+
+// Incomplete reports whether the validation controller found the intent's
+// current generation incomplete.
+func Incomplete(in *v1alpha1.HPAIntent) bool {
+	cond := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionValid)
+	return cond != nil && cond.ObservedGeneration == in.Generation && cond.Status == metav1.ConditionFalse && cond.Reason == ReasonIncomplete
+}
+
 // IsValid reports what the Valid condition says about the intent's current
 // generation: known is false while the validation controller has not judged
 // that generation yet, and valid is then false too. A caller that waits for

@@ -35,3 +35,29 @@ func TestIsValid(t *testing.T) {
 		})
 	}
 }
+
+func TestIncomplete(t *testing.T) {
+	cond := func(status metav1.ConditionStatus, reason string, generation int64) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionValid, Status: status, Reason: reason, ObservedGeneration: generation}}
+	}
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		want       bool
+	}{
+		"no condition":               {},
+		"incomplete":                 {conditions: cond(metav1.ConditionFalse, ReasonIncomplete, 2), want: true},
+		"incomplete, an older spec":  {conditions: cond(metav1.ConditionFalse, ReasonIncomplete, 1)},
+		"invalid for another reason": {conditions: cond(metav1.ConditionFalse, ReasonPlacementNotFound, 2)},
+		"valid":                      {conditions: cond(metav1.ConditionTrue, "Valid", 2)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := utiltesting.MakeHPAIntent("i", "apps").Placement("p").Obj()
+			in.Generation = 2
+			in.Status.Conditions = tc.conditions
+			if got := Incomplete(in); got != tc.want {
+				t.Errorf("Incomplete = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -37,6 +37,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/controller/labelkeys"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
+	"github.com/fleetfit/fleetfit/pkg/emco"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitscheme "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/scheme"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
@@ -252,7 +253,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if kubeconfigPath == "" {
 		kubeconfigPath = os.Getenv("KUBECONFIG")
 	}
-	if err := o.Serving.serve(ctx, kubeconfigPath, ctrl, reg); err != nil {
+	// EMCO's API reads and writes through the hub API server only, so every
+	// replica serves it, leader or not.
+	emcoClients := emco.Clients{Kube: kube, Fleetfit: fleetfitClient, Cluster: clusterClient}
+	if err := o.Serving.serve(ctx, kubeconfigPath, ctrl, emcoClients, reg); err != nil {
 		return err
 	}
 

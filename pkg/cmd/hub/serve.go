@@ -18,10 +18,12 @@ import (
 	"k8s.io/apiserver/pkg/server/options"
 
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	"github.com/fleetfit/fleetfit/pkg/emco"
 )
 
 // ServingOptions configure the hub's HTTPS endpoint: explain and dry-run under
-// /debug/placements/, Prometheus metrics under /metrics, and /healthz. Callers are
+// /debug/placements/, EMCO's HPA intent API under /v2/, Prometheus metrics under /metrics,
+// and /healthz. Callers are
 // authenticated by the hub API server (client certificates and TokenReview) and authorised with
 // SubjectAccessReviews, as kube-scheduler's secure port does.
 type ServingOptions struct {
@@ -50,7 +52,7 @@ func (s *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // serve starts the HTTPS server and returns once it listens; it stops when ctx ends.
-func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *placement.Controller, reg *prometheus.Registry) error {
+func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *placement.Controller, emcoClients emco.Clients, reg *prometheus.Registry) error {
 	if s.SecureServing.BindPort == 0 && s.SecureServing.Listener == nil {
 		return nil
 	}
@@ -92,6 +94,8 @@ func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *pla
 	mux := http.NewServeMux()
 	// The debug handler authorises each request itself, against the placement it reads.
 	mux.Handle(placement.DebugPath, ctrl.DebugHandler(authz.Authorizer))
+	// So does EMCO's API, against the project's hpaintents; then it acts as the hub.
+	mux.Handle(emco.BasePath, emco.New(emcoClients, authz.Authorizer))
 	mux.Handle("/", authorised)
 
 	var handler http.Handler = mux

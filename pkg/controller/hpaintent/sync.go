@@ -3,8 +3,7 @@ package hpaintent
 import (
 	"context"
 	"fmt"
-	"github.com/fleetfit/fleetfit/pkg/delivery"
-	"github.com/fleetfit/fleetfit/pkg/textcap"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,12 +16,20 @@ import (
 	clusterlisterv1beta1 "open-cluster-management.io/api/client/cluster/listers/cluster/v1beta1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
 // Reasons of the Valid condition.
 const (
-	ReasonValid               = "Valid"
+	ReasonValid = "Valid"
+	// ReasonIncomplete: the intent has no consumers, or a consumer has no
+	// requirements. EMCO's API builds an intent in steps (the intent, then
+	// its consumers, then their requirements), and each step is stored; an
+	// intent in between is not an error, but it cannot shape its Placement
+	// either, so it is invalid and the Placement keeps its decisions.
+	ReasonIncomplete          = hpa.ReasonIncomplete
 	ReasonManifestNotAllowed  = "ManifestNotAllowed"
 	ReasonInvalidWorkload     = string(hpa.ReasonInvalidWorkload)
 	ReasonInvalidRequirements = string(hpa.ReasonInvalidRequirements)
@@ -44,7 +51,7 @@ type validator struct {
 
 // checks run in order; every failing one contributes to the message and the
 // first one gives the reason.
-var checks = []check{placementExists, resolves, deliverable}
+var checks = []check{placementExists, complete, resolves, deliverable}
 
 // deliverable refuses manifests the hub does not deliver (see pkg/delivery).
 func deliverable(v validator, in *v1alpha1.HPAIntent) (string, string, bool) {
@@ -61,6 +68,30 @@ func placementExists(v validator, in *v1alpha1.HPAIntent) (string, string, bool)
 		return hpa.ReasonPlacementNotFound, fmt.Sprintf("Placement %q not found in namespace %q: create it or fix spec.placementRef.name", name, in.Namespace), false
 	}
 	return "", "", true
+}
+
+// complete finds the consumers and requirements an intent built step by step
+// still lacks. It comes after placementExists, whose reason the placement
+// controller reads (hpa.PlacementMissing).
+func complete(_ validator, in *v1alpha1.HPAIntent) (string, string, bool) {
+	until := fmt.Sprintf("until then it changes nothing about the decisions of Placement %q", in.Spec.PlacementRef.Name)
+	if len(in.Spec.Consumers) == 0 {
+		return ReasonIncomplete, "the intent has no consumers yet: add at least one to spec.consumers; " + until, false
+	}
+	var empty []string
+	for i := range in.Spec.Consumers {
+		if len(in.Spec.Consumers[i].Requirements) == 0 {
+			empty = append(empty, strconv.Quote(in.Spec.Consumers[i].Name))
+		}
+	}
+	switch len(empty) {
+	case 0:
+		return "", "", true
+	case 1:
+		return ReasonIncomplete, fmt.Sprintf("consumer %s has no requirements yet: add at least one to its requirements; %s", empty[0], until), false
+	default:
+		return ReasonIncomplete, fmt.Sprintf("consumers %s have no requirements yet: add at least one to the requirements of each; %s", strings.Join(empty, ", "), until), false
+	}
 }
 
 func resolves(_ validator, in *v1alpha1.HPAIntent) (string, string, bool) {
@@ -148,10 +179,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	// Events are recorded after the write, so a retried write does not repeat
 	// them: one Warning per new verdict of invalidity, one Normal on recovery.
+	// An incomplete intent is one being built, step by step, so each of its
+	// steps is a Normal event.
 	switch {
 	case cond.Status == metav1.ConditionFalse && (previous == nil || previous.Status != metav1.ConditionFalse ||
 		previous.Reason != cond.Reason || previous.Message != cond.Message):
-		c.recorder.Eventf(in, nil, corev1.EventTypeWarning, cond.Reason, "Validate", "%s", cond.Message)
+		eventType := corev1.EventTypeWarning
+		if cond.Reason == ReasonIncomplete {
+			eventType = corev1.EventTypeNormal
+		}
+		c.recorder.Eventf(in, nil, eventType, cond.Reason, "Validate", "%s", cond.Message)
 	case cond.Status == metav1.ConditionTrue && previous != nil && previous.Status == metav1.ConditionFalse:
 		c.recorder.Eventf(in, nil, corev1.EventTypeNormal, ReasonValid, "Validate", "%s", cond.Message)
 	}

@@ -102,6 +102,38 @@ func TestValidCondition(t *testing.T) {
 					`an intent's workload may only hold namespaced objects of its namespace (and that Namespace); ask the managed clusters' admins to install it; nothing of the workload is delivered until it is fixed`,
 				ObservedGeneration: 3, LastTransitionTime: now},
 		},
+		"no consumers yet": {
+			placements: []string{"p"},
+			intent:     withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonIncomplete,
+				Message:            `the intent has no consumers yet: add at least one to spec.consumers; until then it changes nothing about the decisions of Placement "p"`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
+		"a consumer without requirements": {
+			placements: []string{"p"},
+			intent: withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
+				utiltesting.MakeConsumer("a").Target("Deployment", "a", "a").Requirement(utiltesting.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj(),
+				utiltesting.MakeConsumer("b").Target("Deployment", "b", "b").Obj()).Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonIncomplete,
+				Message:            `consumer "b" has no requirements yet: add at least one to its requirements; until then it changes nothing about the decisions of Placement "p"`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
+		"two consumers without requirements": {
+			placements: []string{"p"},
+			intent: withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
+				utiltesting.MakeConsumer("a").Target("Deployment", "a", "").Obj(),
+				utiltesting.MakeConsumer("b").Target("Deployment", "b", "").Obj()).Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonIncomplete,
+				Message:            `consumers "a", "b" have no requirements yet: add at least one to the requirements of each; until then it changes nothing about the decisions of Placement "p"`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
+		"incomplete and its placement missing: the placement gives the reason": {
+			intent: withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: hpa.ReasonPlacementNotFound,
+				Message: `Placement "p" not found in namespace "apps": create it or fix spec.placementRef.name; ` +
+					`the intent has no consumers yet: add at least one to spec.consumers; until then it changes nothing about the decisions of Placement "p"`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
 		"requirements problem": {
 			placements: []string{"p"},
 			intent: utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
@@ -201,5 +233,35 @@ func TestSync(t *testing.T) {
 	}
 	if e := nextEvent(); e != "Normal Valid "+want.Message {
 		t.Errorf("event %q, want the Normal Valid event", e)
+	}
+}
+
+// TestSyncIncomplete: an intent being built is told what it lacks with a Normal event, not a
+// Warning.
+func TestSyncIncomplete(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	in := utiltesting.MakeHPAIntent("app", ns).Placement("p").Obj()
+	in.Generation = 1
+	client := fake.NewSimpleClientset(in)
+	intents := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := intents.Add(in); err != nil {
+		t.Fatal(err)
+	}
+	recorder := events.NewFakeRecorder(10)
+	c := &Controller{
+		client: client, recorder: recorder, opts: Options{Clock: clocktesting.NewFakeClock(now.Time)},
+		intents: fleetfitlisters.NewHPAIntentLister(intents), placements: placementLister(t, "p"),
+	}
+	if err := c.sync(ctx, ns+"/app"); err != nil {
+		t.Fatal(err)
+	}
+	want := `Normal Incomplete the intent has no consumers yet: add at least one to spec.consumers; until then it changes nothing about the decisions of Placement "p"`
+	select {
+	case e := <-recorder.Events:
+		if e != want {
+			t.Errorf("event %q, want %q", e, want)
+		}
+	default:
+		t.Errorf("no event, want %q", want)
 	}
 }

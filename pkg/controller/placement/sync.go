@@ -122,6 +122,12 @@ func (c *Controller) intentsAllowScheduling(ctx context.Context, p *clusterv1bet
 			klog.FromContext(ctx).V(2).Info("Waiting for the HPAIntent to be validated", "hpaIntent", klog.KObj(in))
 			return false
 		}
+		if !valid && hpa.Incomplete(in) {
+			// An intent being built, step by step: no fault, but not one to schedule with yet.
+			c.recorder.Eventf(p, in, corev1.EventTypeNormal, "HPAIntentIncomplete", "Schedule",
+				"HPAIntent %s is incomplete, so the placement is not rescheduled and keeps its decisions until it is complete; see the intent's Valid condition", in.Name)
+			return false
+		}
 		if !valid {
 			c.recorder.Eventf(p, in, corev1.EventTypeWarning, "HPAIntentInvalid", "Schedule",
 				"HPAIntent %s is invalid, so the placement is not rescheduled and keeps its decisions; see the intent's Valid condition", in.Name)

@@ -241,14 +241,6 @@ func TestHPAIntentAdmission(t *testing.T) {
 			}(),
 			wantMessage: `Unsupported value: "Service"`,
 		},
-		"no consumers": {
-			intent: func() *v1alpha1.HPAIntent {
-				i := fwall()
-				i.Spec.Consumers = []v1alpha1.ResourceConsumer{}
-				return i
-			}(),
-			wantMessage: "spec.consumers",
-		},
 		"no placement": {
 			intent: func() *v1alpha1.HPAIntent {
 				i := fwall()
@@ -277,6 +269,29 @@ func TestHPAIntentAdmission(t *testing.T) {
 			}
 		})
 	}
+
+	// EMCO's API builds an intent step by step: the API server stores each step, and the hub
+	// calls it Incomplete until its consumers have requirements.
+	t.Run("incomplete intents are accepted", func(t *testing.T) {
+		noConsumers := fwall()
+		noConsumers.Name = "no-consumers"
+		noConsumers.Spec.Consumers = nil
+		emptyConsumers := fwall()
+		emptyConsumers.Name = "empty-consumers"
+		emptyConsumers.Spec.Consumers = []v1alpha1.ResourceConsumer{}
+		noRequirements := fwall()
+		noRequirements.Name = "no-requirements"
+		core(noRequirements).Requirements = nil
+		core(noRequirements).ExclusiveCPU = false
+		for _, in := range []*v1alpha1.HPAIntent{noConsumers, emptyConsumers, noRequirements} {
+			if errs := validation.ValidateHPAIntent(in); len(errs) > 0 {
+				t.Errorf("Go validation refuses %s: %v", in.Name, errs)
+			}
+			if _, err := intents.Create(ctx, in, metav1.CreateOptions{}); err != nil {
+				t.Errorf("API server refuses %s: %v", in.Name, err)
+			}
+		}
+	})
 
 	t.Run("fwall is stored with its defaults", func(t *testing.T) {
 		in := fwall()

@@ -228,3 +228,48 @@ func TestWorkloadMissingContainer(t *testing.T) {
 	e.waitValid(in.Name, metav1.ConditionTrue, hpaintentctrl.ReasonValid)
 	e.waitEvent(in.Name, corev1.EventTypeNormal, hpaintentctrl.ReasonValid)
 }
+
+// TestBuiltStepByStep: an intent is built as EMCO's API builds it — without consumers, then
+// with a consumer without requirements, then complete. The API server accepts every step;
+// the intent is Incomplete, naming what is missing, until the last one, then Valid.
+func TestBuiltStepByStep(t *testing.T) {
+	e := newEnv(t, "step-by-step")
+	if _, err := e.clusters.ClusterV1beta1().Placements(e.ns).Create(t.Context(),
+		utiltesting.MakePlacement("app", e.ns).Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.createIntent(utiltesting.MakeHPAIntent("app", e.ns).Placement("app").Obj())
+	cond := e.waitValid("app", metav1.ConditionFalse, hpaintentctrl.ReasonIncomplete)
+	if want := `the intent has no consumers yet: add at least one to spec.consumers; until then it changes nothing about the decisions of Placement "app"`; cond.Message != want {
+		t.Errorf("message %q, want %q", cond.Message, want)
+	}
+	// A step of building an intent is no fault: the event says so without a warning.
+	if note := e.waitEvent("app", corev1.EventTypeNormal, hpaintentctrl.ReasonIncomplete); note != cond.Message {
+		t.Errorf("event note %q, want %q", note, cond.Message)
+	}
+
+	update := func(mutate func(*v1alpha1.HPAIntent)) {
+		t.Helper()
+		framework.Eventually(t, func(ctx context.Context) error {
+			in, err := e.fleetfit.FleetfitV1alpha1().HPAIntents(e.ns).Get(ctx, "app", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			mutate(in)
+			_, err = e.fleetfit.FleetfitV1alpha1().HPAIntents(e.ns).Update(ctx, in, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	update(func(in *v1alpha1.HPAIntent) {
+		in.Spec.Consumers = []v1alpha1.ResourceConsumer{utiltesting.MakeConsumer("web").Target("Deployment", "web", "nginx").Obj()}
+	})
+	cond = e.waitValid("app", metav1.ConditionFalse, hpaintentctrl.ReasonIncomplete)
+	if !strings.Contains(cond.Message, `consumer "web" has no requirements yet`) {
+		t.Errorf("message %q, want it to name consumer web", cond.Message)
+	}
+
+	update(func(in *v1alpha1.HPAIntent) {
+		in.Spec.Consumers[0].Requirements = []v1alpha1.ResourceRequirement{utiltesting.MakeResource("cpu", "cpu").Requests("1").Obj()}
+	})
+	e.waitValid("app", metav1.ConditionTrue, hpaintentctrl.ReasonValid)
+}

@@ -41,13 +41,15 @@ type HPAIntentSpec struct {
 	PlacementRef PlacementRef `json:"placementRef"`
 
 	// consumers are the workload parts (a container of a pod template) that
-	// need hardware, each with its requirements.
-	// +required
+	// need hardware, each with its requirements. An intent without consumers
+	// is accepted, as EMCO's API builds an intent step by step, but it is
+	// incomplete: not valid, and it changes nothing about its Placement's
+	// decisions until it has consumers.
+	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	Consumers []ResourceConsumer `json:"consumers"`
+	Consumers []ResourceConsumer `json:"consumers,omitempty"`
 
 	// workload, when set, holds the objects that fleetfit delivers to every
 	// chosen cluster through a ManifestWork, with each consumer's pod template
@@ -68,10 +70,10 @@ type PlacementRef struct {
 // ResourceConsumer is one part of the workload that needs hardware: a
 // container in the pod template of the target object.
 //
-// +kubebuilder:validation:XValidation:rule="!self.requirements.exists(r, has(r.resource)) || (has(self.target.container) && size(self.target.container) > 0)",message="target.container is required when the consumer has resource requirements: it names the container that gets the requests and limits"
-// +kubebuilder:validation:XValidation:rule="!has(self.exclusiveCPU) || !self.exclusiveCPU || self.requirements.exists(r, has(r.resource) && r.resource.name == 'cpu' && r.mandatory && has(r.resource.limits) && !string(r.resource.limits).matches('[eE][-+]?[0-9]{4}') && isQuantity(string(r.resource.limits)) && quantity(string(r.resource.limits)).isInteger() && (!has(r.resource.requests) || (isQuantity(string(r.resource.requests)) && quantity(string(r.resource.requests)).compareTo(quantity(string(r.resource.limits))) == 0)))",message="exclusiveCPU needs a mandatory cpu requirement with whole cores and requests equal to limits (Guaranteed QoS), e.g. requests: 4, limits: 4"
-// +kubebuilder:validation:XValidation:rule="!has(self.exclusiveCPU) || !self.exclusiveCPU || self.requirements.exists(r, has(r.resource) && r.resource.name == 'memory' && r.mandatory && has(r.resource.limits) && !string(r.resource.limits).matches('[eE][-+]?[0-9]{4}') && isQuantity(string(r.resource.limits)) && (!has(r.resource.requests) || (isQuantity(string(r.resource.requests)) && quantity(string(r.resource.requests)).compareTo(quantity(string(r.resource.limits))) == 0)))",message="exclusiveCPU needs a mandatory memory requirement with requests equal to limits (Guaranteed QoS)"
-// +kubebuilder:validation:XValidation:rule="self.requirements.all(a, !has(a.resource) || (has(a.mandatory) && !a.mandatory) || self.requirements.exists_one(b, has(b.resource) && (!has(b.mandatory) || b.mandatory) && b.resource.name == a.resource.name))",message="two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional",fieldPath=".requirements"
+// +kubebuilder:validation:XValidation:rule="!has(self.requirements) || !self.requirements.exists(r, has(r.resource)) || (has(self.target.container) && size(self.target.container) > 0)",message="target.container is required when the consumer has resource requirements: it names the container that gets the requests and limits"
+// +kubebuilder:validation:XValidation:rule="!has(self.exclusiveCPU) || !self.exclusiveCPU || has(self.requirements) && self.requirements.exists(r, has(r.resource) && r.resource.name == 'cpu' && r.mandatory && has(r.resource.limits) && !string(r.resource.limits).matches('[eE][-+]?[0-9]{4}') && isQuantity(string(r.resource.limits)) && quantity(string(r.resource.limits)).isInteger() && (!has(r.resource.requests) || (isQuantity(string(r.resource.requests)) && quantity(string(r.resource.requests)).compareTo(quantity(string(r.resource.limits))) == 0)))",message="exclusiveCPU needs a mandatory cpu requirement with whole cores and requests equal to limits (Guaranteed QoS), e.g. requests: 4, limits: 4"
+// +kubebuilder:validation:XValidation:rule="!has(self.exclusiveCPU) || !self.exclusiveCPU || has(self.requirements) && self.requirements.exists(r, has(r.resource) && r.resource.name == 'memory' && r.mandatory && has(r.resource.limits) && !string(r.resource.limits).matches('[eE][-+]?[0-9]{4}') && isQuantity(string(r.resource.limits)) && (!has(r.resource.requests) || (isQuantity(string(r.resource.requests)) && quantity(string(r.resource.requests)).compareTo(quantity(string(r.resource.limits))) == 0)))",message="exclusiveCPU needs a mandatory memory requirement with requests equal to limits (Guaranteed QoS)"
+// +kubebuilder:validation:XValidation:rule="!has(self.requirements) || self.requirements.all(a, !has(a.resource) || (has(a.mandatory) && !a.mandatory) || self.requirements.exists_one(b, has(b.resource) && (!has(b.mandatory) || b.mandatory) && b.resource.name == a.resource.name))",message="two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional",fieldPath=".requirements"
 type ResourceConsumer struct {
 	// name identifies the consumer within the intent.
 	// +required
@@ -96,12 +98,13 @@ type ResourceConsumer struct {
 	ExclusiveCPU bool `json:"exclusiveCPU,omitempty"`
 
 	// requirements are the resources and node features the consumer needs.
-	// +required
+	// A consumer without requirements is accepted, as EMCO's API adds them
+	// one by one, but its intent is incomplete until it has some.
+	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	Requirements []ResourceRequirement `json:"requirements"`
+	Requirements []ResourceRequirement `json:"requirements,omitempty"`
 }
 
 // ConsumerTarget names a workload object and one of its containers.

@@ -121,13 +121,14 @@ func specCases() map[string]validationCase {
 			intent: intentWith(consumer("app").Requirement(cpu()).Obj()).Placement(long(254)).Obj(),
 			want:   field.ErrorList{field.TooLong(specPath.Child("placementRef", "name"), "", 253)},
 		},
+		// An intent is built step by step through EMCO's API: without
+		// consumers, or with a consumer without requirements, it is accepted
+		// and the hub reports it incomplete (Valid=False, Incomplete).
 		"no consumers": {
 			intent: intentWith().Obj(),
-			want:   field.ErrorList{field.Required(consumersPath, "")},
 		},
 		"empty consumers": {
 			intent: emptyConsumers,
-			want:   field.ErrorList{field.Invalid(consumersPath, omit, "should have at least 1 items")},
 		},
 		"too many consumers": {
 			intent: tooManyConsumers.Obj(),
@@ -202,11 +203,16 @@ func specCases() map[string]validationCase {
 		},
 		"no requirements": {
 			intent: intentWith(consumer("app").Obj()).Obj(),
-			want:   field.ErrorList{field.Required(reqs0, "")},
 		},
 		"empty requirements": {
 			intent: emptyRequirements,
-			want:   field.ErrorList{field.Invalid(reqs0, omit, "should have at least 1 items")},
+		},
+		"exclusiveCPU without requirements": {
+			intent: intentWith(consumer("app").ExclusiveCPU().Obj()).Obj(),
+			want: field.ErrorList{
+				field.Invalid(consumer0.Child("exclusiveCPU"), true, msgExclusiveCPU),
+				field.Invalid(consumer0.Child("exclusiveCPU"), true, msgExclusiveMemory),
+			},
 		},
 		"too many requirements": {
 			intent: intentWith(tooManyRequirements.Obj()).Obj(),

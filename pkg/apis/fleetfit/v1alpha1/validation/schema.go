@@ -33,16 +33,12 @@ func validateMaxLength(path *field.Path, s string, maxLength int) field.ErrorLis
 	return nil
 }
 
-// validateListSize checks a required list with minItems 1. A nil list is
-// sent as null, which the server drops and then finds missing; an empty one
-// is sent as [] and is too short.
-func validateListSize(path *field.Path, isNil bool, n, maxItems int) field.ErrorList {
-	switch {
-	case isNil:
-		return field.ErrorList{field.Required(path, "")}
-	case n == 0:
-		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, "should have at least 1 items")}
-	case n > maxItems:
+// validateMaxItems checks an optional list with maxItems. Consumers and
+// requirements may be empty (an intent built step by step through EMCO's API
+// is incomplete until it has both, which the hub reports in its Valid
+// condition rather than refusing it).
+func validateMaxItems(path *field.Path, n, maxItems int) field.ErrorList {
+	if n > maxItems {
 		return field.ErrorList{field.TooMany(path, n, maxItems)}
 	}
 	return nil

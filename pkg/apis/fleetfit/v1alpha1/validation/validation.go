@@ -66,7 +66,7 @@ func validateSpec(spec *v1alpha1.HPAIntentSpec, path *field.Path) field.ErrorLis
 	errs := validateRequiredString(path.Child("placementRef", "name"), spec.PlacementRef.Name, maxRefLength)
 
 	consumersPath := path.Child("consumers")
-	errs = append(errs, validateListSize(consumersPath, spec.Consumers == nil, len(spec.Consumers), maxConsumers)...)
+	errs = append(errs, validateMaxItems(consumersPath, len(spec.Consumers), maxConsumers)...)
 	names := make([]string, len(spec.Consumers))
 	for i := range spec.Consumers {
 		names[i] = spec.Consumers[i].Name
@@ -84,7 +84,7 @@ func validateConsumer(c *v1alpha1.ResourceConsumer, path *field.Path) field.Erro
 	}
 
 	reqsPath := path.Child("requirements")
-	errs = append(errs, validateListSize(reqsPath, c.Requirements == nil, len(c.Requirements), maxRequirements)...)
+	errs = append(errs, validateMaxItems(reqsPath, len(c.Requirements), maxRequirements)...)
 	names := make([]string, len(c.Requirements))
 	hasResource := false
 	for i := range c.Requirements {

@@ -1,0 +1,205 @@
+package emco
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+)
+
+// BasePath is where the API is served: EMCO's base path.
+const BasePath = "/v2/"
+
+// Paths of the API, as ServeMux patterns; each {name} is a path segment.
+const (
+	intentsPath      = "/v2/projects/{project}/composite-apps/{app}/{version}/deployment-intent-groups/{dig}/hpa-intents"
+	intentPath       = intentsPath + "/{intent}"
+	consumersPath    = intentPath + "/hpa-resource-consumers"
+	consumerPath     = consumersPath + "/{consumer}"
+	requirementsPath = consumerPath + "/resource-requirements"
+	requirementPath  = requirementsPath + "/{requirement}"
+)
+
+// Clients are what the handler reads and writes with: the hub's own
+// credentials, used once the caller is authorised.
+type Clients struct {
+	Kube     kubernetes.Interface
+	Fleetfit fleetfitclient.Interface
+	Cluster  clusterclient.Interface
+}
+
+// Handler serves the API. Make it with New.
+type Handler struct {
+	clients Clients
+	authz   authorizer.Authorizer
+	mux     *http.ServeMux
+	// backoff paces the retries of a change that lost a race with another
+	// change of the same intent (409 Conflict from the API server): every
+	// change reads the intent again and is applied anew.
+	backoff wait.Backoff
+}
+
+// conflictBackoff lets a few dozen concurrent changes of one intent all land.
+var conflictBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 1, Cap: time.Second}
+
+// New returns the handler. authz authorises each request as its caller,
+// whom the hub's authentication filter has put in the request's context.
+func New(clients Clients, authz authorizer.Authorizer) *Handler {
+	h := &Handler{clients: clients, authz: authz, mux: http.NewServeMux(), backoff: conflictBackoff}
+	routes := []struct {
+		method, path, verb string
+		serve              func(context.Context, scope, *http.Request) (int, any, error)
+	}{
+		{http.MethodPost, intentsPath, "create", h.createIntent},
+		{http.MethodGet, intentsPath, "list", h.listIntents},
+		{http.MethodGet, intentPath, "get", h.getIntent},
+		{http.MethodPut, intentPath, "update", h.putIntent},
+		{http.MethodDelete, intentPath, "delete", h.deleteIntent},
+		{http.MethodGet, intentPath + "/status", "get", h.intentStatus},
+		{http.MethodPost, consumersPath, "update", h.createConsumer},
+		{http.MethodGet, consumersPath, "get", h.listConsumers},
+		{http.MethodGet, consumerPath, "get", h.getConsumer},
+		{http.MethodPut, consumerPath, "update", h.putConsumer},
+		{http.MethodDelete, consumerPath, "update", h.deleteConsumer},
+		{http.MethodPost, requirementsPath, "update", h.createRequirement},
+		{http.MethodGet, requirementsPath, "get", h.listRequirements},
+		{http.MethodGet, requirementPath, "get", h.getRequirement},
+		{http.MethodPut, requirementPath, "update", h.putRequirement},
+		{http.MethodDelete, requirementPath, "update", h.deleteRequirement},
+	}
+	for _, rt := range routes {
+		h.mux.Handle(rt.method+" "+rt.path, h.serve(rt.verb, rt.serve))
+	}
+	return h
+}
+
+// ServeHTTP serves one request of the API.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// scope is where a request points: its path's names.
+type scope struct {
+	project, app, version, dig    string
+	intent, consumer, requirement string
+}
+
+func scopeOf(r *http.Request) scope {
+	return scope{
+		project: r.PathValue("project"), app: r.PathValue("app"), version: r.PathValue("version"), dig: r.PathValue("dig"),
+		intent: r.PathValue("intent"), consumer: r.PathValue("consumer"), requirement: r.PathValue("requirement"),
+	}
+}
+
+// labels are the labels of the HPAIntents of the scope's deployment intent group.
+func (s scope) labels() map[string]string {
+	return map[string]string{LabelCompositeApp: s.app, LabelCompositeAppVersion: s.version, LabelDeploymentIntentGroup: s.dig}
+}
+
+func (s scope) holds(in *v1alpha1.HPAIntent) bool {
+	for k, v := range s.labels() {
+		if in.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// check refuses names that cannot be labels; the labels keep an intent under
+// its path.
+func (s scope) check() *Error {
+	for _, seg := range []struct{ what, value string }{
+		{"composite app", s.app}, {"composite app version", s.version}, {"deployment intent group", s.dig},
+	} {
+		if problems := validation.IsValidLabelValue(seg.value); len(problems) > 0 {
+			return badRequest("%s %q: %s", seg.what, seg.value, problems[0])
+		}
+	}
+	return nil
+}
+
+// serve authorises a request as the caller the hub's authentication filter
+// found, checks its path and project, runs serve and writes what it returns:
+// a body with a status code, or an error.
+func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Request) (int, any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		s := scopeOf(r)
+		logger := klog.FromContext(ctx).WithValues("method", r.Method, "path", r.URL.Path)
+		code, body, err := func() (int, any, error) {
+			if err := h.authorize(ctx, verb, s); err != nil {
+				return 0, nil, err
+			}
+			if err := s.check(); err != nil {
+				return 0, nil, err
+			}
+			if _, err := h.clients.Kube.CoreV1().Namespaces().Get(ctx, s.project, metav1.GetOptions{}); err != nil {
+				// A name that cannot be a namespace's is no project either.
+				if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+					return 0, nil, notFound("project %q not found", s.project)
+				}
+				return 0, nil, fmt.Errorf("reading project %q: %w", s.project, err)
+			}
+			return serve(ctx, s, r)
+		}()
+		var own *Error
+		switch {
+		case errors.As(err, &own):
+			logger.V(4).Info("Refused EMCO request", "status", own.Code, "message", own.Message)
+			http.Error(w, own.Message, own.Code)
+		case err != nil:
+			logger.Error(err, "Failed EMCO request")
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		case body == nil:
+			logger.V(4).Info("Served EMCO request", "status", code)
+			w.WriteHeader(code)
+		default:
+			logger.V(4).Info("Served EMCO request", "status", code)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(body)
+		}
+	})
+}
+
+// authorize refuses a request without credentials (401) and one whose caller
+// may not use verb on the project's hpaintents (403).
+func (h *Handler) authorize(ctx context.Context, verb string, s scope) error {
+	u, ok := request.UserFrom(ctx)
+	if !ok || u.GetName() == user.Anonymous || slices.Contains(u.GetGroups(), user.AllUnauthenticated) {
+		return errorf(http.StatusUnauthorized, "Unauthorized: present a bearer token or a client certificate the hub accepts")
+	}
+	name := s.intent
+	if verb == "create" || verb == "list" {
+		name = ""
+	}
+	decision, reason, err := h.authz.Authorize(ctx, authorizer.AttributesRecord{
+		User: u, Verb: verb, Namespace: s.project, Name: name, ResourceRequest: true,
+		APIGroup: v1alpha1.SchemeGroupVersion.Group, APIVersion: v1alpha1.SchemeGroupVersion.Version, Resource: "hpaintents",
+	})
+	if err != nil || decision != authorizer.DecisionAllow {
+		msg := fmt.Sprintf("user %q cannot %s hpaintents.%s in the namespace of project %q", u.GetName(), verb, v1alpha1.SchemeGroupVersion.Group, s.project)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return errorf(http.StatusForbidden, "%s", msg)
+	}
+	return nil
+}
