@@ -15,8 +15,14 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
-// logLevelWrites logs every write to a node or a pool.
-const logLevelWrites = 2
+// Log levels.
+const (
+	// logLevelWrites logs every write to a node or a pool.
+	logLevelWrites = 2
+	// logLevelConflicts logs writes that found the object changed since the
+	// cache saw it, which is usual and resolves itself.
+	logLevelConflicts = 4
+)
 
 // syncNode puts on a node what its owning group wants there now, and takes
 // away what the controller put there before and no longer wants — all of it

@@ -60,7 +60,7 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	pool, err := c.writePoolSpec(ctx, group)
-	if err != nil {
+	if err != nil || pool == nil {
 		return err
 	}
 	status := c.poolStatus(group, pool)
@@ -70,6 +70,12 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	pool = pool.DeepCopy()
 	pool.Status = status
 	if _, err := c.client.FleetfitV1alpha1().MachineNodePools().UpdateStatus(ctx, pool, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		if apierrors.IsConflict(err) {
+			// The cache is behind the pool, typically our own last write:
+			// the pool's update event, on its way, syncs the group again.
+			logger.V(logLevelConflicts).Info("Node pool changed meanwhile, waiting for the cache", "machineNodePool", klog.KObj(pool))
+			return nil
+		}
 		return fmt.Errorf("writing the status of MachineNodePool %s: %w", pool.Name, err)
 	}
 	ready := meta.FindStatusCondition(status.Conditions, ConditionReady)
@@ -104,7 +110,8 @@ func desiredPool(group *v1alpha1.MachineGroup) *v1alpha1.MachineNodePool {
 
 // writePoolSpec creates the group's MachineNodePool or updates it where it
 // differs from desiredPool, keeping labels and owner references others added.
-// It returns the pool as it is now.
+// It returns the pool as it is now, or nil and no error when the pool changed
+// since the cache saw it: the pool's next event syncs the group again.
 func (c *Controller) writePoolSpec(ctx context.Context, group *v1alpha1.MachineGroup) (*v1alpha1.MachineNodePool, error) {
 	want := desiredPool(group)
 	pools := c.client.FleetfitV1alpha1().MachineNodePools()
@@ -136,6 +143,11 @@ func (c *Controller) writePoolSpec(ctx context.Context, group *v1alpha1.MachineG
 		return cur, nil
 	}
 	written, err := pools.Update(ctx, update, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) {
+		// As for the status: the pool's update event syncs the group again.
+		klog.FromContext(ctx).V(logLevelConflicts).Info("Node pool changed meanwhile, waiting for the cache", "machineNodePool", klog.KObj(cur))
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("updating MachineNodePool %s: %w", want.Name, err)
 	}

@@ -1,0 +1,50 @@
+// Package machinegroup runs fleetfit-agent's machine-group controllers
+// in-process against a real managed cluster's API server, with the spoke's
+// CRDs installed as install crds --side spoke installs them, and checks what
+// they put on nodes and in the groups' status, and what the MachineGroup
+// CRD's admission refuses.
+package machinegroup
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/fleetfit/fleetfit/manifests"
+	"github.com/fleetfit/fleetfit/pkg/install"
+	"github.com/fleetfit/fleetfit/test/framework"
+)
+
+// spoke is the managed cluster shared by the tests of this package; each test
+// works with nodes and groups of its own names.
+var spoke *framework.ControlPlane
+
+func TestMain(m *testing.M) {
+	framework.StopOnSignal()
+	cp, err := startSpoke(context.Background())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the spoke: %v\n", err)
+		framework.StopAll()
+		os.Exit(1)
+	}
+	spoke = cp
+	code := m.Run()
+	framework.StopAll()
+	os.Exit(code)
+}
+
+func startSpoke(ctx context.Context) (*framework.ControlPlane, error) {
+	cp, err := framework.StartControlPlane(ctx, "spoke", framework.Options{})
+	if err != nil {
+		return nil, err
+	}
+	crds, err := manifests.SpokeCRDs()
+	if err != nil {
+		return nil, err
+	}
+	if err := install.ApplyCRDs(ctx, cp.AdminConfig(), crds); err != nil {
+		return nil, fmt.Errorf("installing the spoke CRDs: %w", err)
+	}
+	return cp, nil
+}
