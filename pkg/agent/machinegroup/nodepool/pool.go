@@ -240,6 +240,9 @@ func readyMessage(nodes []v1alpha1.NodePoolNodeStatus) string {
 			parts = append(parts, fmt.Sprintf("%d %s", count[h], h))
 		}
 	}
+	if len(nodes) == 1 {
+		return "The node is labelled: " + strings.Join(parts, ", ")
+	}
 	return fmt.Sprintf("All %d nodes are labelled: %s", len(nodes), strings.Join(parts, ", "))
 }
 
