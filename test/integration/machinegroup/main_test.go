@@ -35,7 +35,12 @@ func TestMain(m *testing.M) {
 }
 
 func startSpoke(ctx context.Context) (*framework.ControlPlane, error) {
-	cp, err := framework.StartControlPlane(ctx, "spoke", framework.Options{})
+	// OwnerReferencesPermissionEnforcement checks that the controller may
+	// block its group's deletion on the MachineNodePool it owns, as clusters
+	// that enable the plugin require.
+	cp, err := framework.StartControlPlane(ctx, "spoke", framework.Options{
+		ExtraAPIServerArgs: []string{"--enable-admission-plugins=OwnerReferencesPermissionEnforcement"},
+	})
 	if err != nil {
 		return nil, err
 	}

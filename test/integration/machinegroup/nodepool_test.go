@@ -282,3 +282,41 @@ func removeTaint(taints []corev1.Taint, key string) []corev1.Taint {
 	}
 	return out
 }
+
+// TestNodePoolPutsBackItsPool checks that the MachineNodePool stays a copy of
+// its group's pool when someone else edits or deletes it.
+func TestNodePoolPutsBackItsPool(t *testing.T) {
+	startNodePool(t)
+	createNode(t, readyNode("np-copy").Obj())
+	group := createGroup(t, makeGroup("np-copy", "small").node("np-copy", "small", ready, false).obj())
+	isCopy := func(p *v1alpha1.MachineNodePool) error {
+		if diff := cmp.Diff(group.Spec.NodePools, p.Spec.NodePool); diff != "" {
+			return fmt.Errorf("pool spec.nodePool (-want,+got):\n%s", diff)
+		}
+		return nil
+	}
+	waitPool(t, "np-copy", isCopy)
+
+	pools := fleetfit().FleetfitV1alpha1().MachineNodePools()
+	framework.Eventually(t, func(ctx context.Context) error {
+		p, err := pools.Get(ctx, machinegroup.NodePoolName("np-copy"), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Spec.NodePool[0].Mode = maintenance
+		_, err = pools.Update(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+	waitPool(t, "np-copy", isCopy)
+
+	if err := pools.Delete(t.Context(), machinegroup.NodePoolName("np-copy"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPool(t, "np-copy", func(p *v1alpha1.MachineNodePool) error {
+		if err := isCopy(p); err != nil {
+			return err
+		}
+		return poolHealth([]v1alpha1.NodePoolNodeStatus{{Name: "np-copy", Condition: v1alpha1.NodeHealthReady}},
+			metav1.ConditionTrue, nodepool.ReasonNodesLabelled)(p)
+	})
+}

@@ -36,6 +36,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
@@ -295,10 +296,16 @@ func (c *Controller) nodeHandler() toolscache.ResourceEventHandler {
 }
 
 // interesting says whether a node is the controller's business: annotated
-// with a group, or named in a pool.
+// with a group, named in a pool, or carrying labels the controller applied
+// (say, after someone removed the annotation by hand).
 func (c *Controller) interesting(n *corev1.Node) bool {
 	if _, ok := n.Annotations[machinegroup.AnnotationMachineGroup]; ok {
 		return true
+	}
+	for _, f := range n.ManagedFields {
+		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
 	}
 	return len(c.groupsNaming(n.Name)) > 0
 }
