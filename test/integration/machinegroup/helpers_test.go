@@ -28,12 +28,16 @@ import (
 // rules are enough.
 const nodePoolUser = "system:fleetfit:node-pool"
 
-// nodePoolRules are the RBAC rules the node pool controller needs on the managed cluster.
+// nodePoolRules are the RBAC rules the node pool controller needs on the
+// managed cluster. With OwnerReferencesPermissionEnforcement, setting the
+// MachineNodePool's controller reference takes finalizers on MachineGroups
+// (for blockOwnerDeletion) and, when taking over a pool that a deleted group
+// of the same name left, delete on MachineNodePools.
 var nodePoolRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinegroups"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinegroups/finalizers"}, Verbs: []string{"update"}},
-	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinenodepools"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinenodepools"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinenodepools/status"}, Verbs: []string{"update"}},
 }
 
