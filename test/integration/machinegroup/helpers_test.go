@@ -24,27 +24,15 @@ import (
 )
 
 // nodePoolUser is the identity the node pool controller runs as: it may do
-// what nodePoolRules grant and nothing else, so the tests also check that the
-// rules are enough.
+// what nodepool.Rules grant and nothing else, so the tests also check that the
+// rules are enough (the suite's API server enforces owner reference
+// permissions too).
 const nodePoolUser = "system:fleetfit:node-pool"
-
-// nodePoolRules are the RBAC rules the node pool controller needs on the
-// managed cluster. With OwnerReferencesPermissionEnforcement, setting the
-// MachineNodePool's controller reference takes finalizers on MachineGroups
-// (for blockOwnerDeletion) and, when taking over a pool that a deleted group
-// of the same name left, delete on MachineNodePools.
-var nodePoolRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinegroups"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinegroups/finalizers"}, Verbs: []string{"update"}},
-	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinenodepools"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
-	{APIGroups: []string{"fleetfit.io"}, Resources: []string{"machinenodepools/status"}, Verbs: []string{"update"}},
-}
 
 var grantOnce = sync.OnceValue(func() error {
 	ctx := context.Background()
 	rbac := spoke.AdminClient().RbacV1()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleetfit-node-pool"}, Rules: nodePoolRules}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleetfit-node-pool"}, Rules: nodepool.Rules()}
 	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package nodepool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -24,7 +25,7 @@ import (
 const ConditionReady = "Ready"
 
 // Reasons of the Ready condition, in the order they take precedence when
-// several apply.
+// several apply; the message then names every problem.
 const (
 	// ReasonNodeInOtherGroup: a node of the pool belongs to a group created
 	// earlier; nothing is set on it for this group.
@@ -194,21 +195,25 @@ func (c *Controller) poolStatus(group *v1alpha1.MachineGroup, pool *v1alpha1.Mac
 			pending = append(pending, entry.Name)
 		}
 	}
-	cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: pool.Generation}
-	switch {
-	case len(others) > 0:
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNodeInOtherGroup
-		cond.Message = fmt.Sprintf("A node belongs to one machine group, the one created first: %s, so nothing is set on it for %s; remove it from one of the groups",
-			join(others), group.Name)
-	case len(missing) > 0:
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNodeNotFound
-		cond.Message = fmt.Sprintf("Nodes not found: %s; they are NotReady until they exist", join(missing))
-	case len(pending) > 0:
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNodesPending
-		cond.Message = fmt.Sprintf("Labelling nodes: %s", join(pending))
-	default:
-		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonNodesLabelled
-		cond.Message = readyMessage(status.NodePool)
+	// Every problem is in the message; the first one gives the reason.
+	cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: pool.Generation, Status: metav1.ConditionFalse}
+	var problems []string
+	if len(others) > 0 {
+		cond.Reason = ReasonNodeInOtherGroup
+		problems = append(problems, fmt.Sprintf("A node belongs to one machine group, the one created first: %s, so nothing is set on it for %s; remove it from one of the groups",
+			join(others), group.Name))
+	}
+	if len(missing) > 0 {
+		cond.Reason = cmp.Or(cond.Reason, ReasonNodeNotFound)
+		problems = append(problems, fmt.Sprintf("Nodes not found: %s; they are NotReady until they exist", join(missing)))
+	}
+	if len(pending) > 0 {
+		cond.Reason = cmp.Or(cond.Reason, ReasonNodesPending)
+		problems = append(problems, fmt.Sprintf("Labelling nodes: %s", join(pending)))
+	}
+	cond.Message = strings.Join(problems, ". ")
+	if len(problems) == 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonNodesLabelled, readyMessage(status.NodePool)
 	}
 	cond.LastTransitionTime = metav1.NewTime(c.clock.Now())
 	meta.SetStatusCondition(&status.Conditions, cond)

@@ -148,6 +148,25 @@ func TestPoolStatus(t *testing.T) {
 				}},
 			},
 		},
+		"every problem named": {
+			groups: []*v1alpha1.MachineGroup{
+				group("g", t0.Add(time.Minute), readyEntry, maintEntry),
+				group("earlier", t0, poolEntry("a", "big", v1alpha1.NodePoolModeReady, false)),
+			},
+			want: v1alpha1.MachineNodePoolStatus{
+				ObservedGeneration: 3,
+				NodePool: []v1alpha1.NodePoolNodeStatus{
+					{Name: "a", Condition: v1alpha1.NodeHealthNotReady},
+					{Name: "b", Condition: v1alpha1.NodeHealthNotReady},
+				},
+				Conditions: []metav1.Condition{{
+					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNodeInOtherGroup, ObservedGeneration: 3,
+					Message: "A node belongs to one machine group, the one created first: node a is in machine group earlier, " +
+						"so nothing is set on it for g; remove it from one of the groups. Nodes not found: b; they are NotReady until they exist",
+					LastTransitionTime: now,
+				}},
+			},
+		},
 		"not-ready node with its taints": {
 			groups: []*v1alpha1.MachineGroup{group("g", t0, readyEntry)},
 			nodes: []*corev1.Node{labelled(
