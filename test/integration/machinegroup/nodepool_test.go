@@ -78,6 +78,13 @@ func TestNodePoolLabelsNodesAndCleansThem(t *testing.T) {
 			noSchedule("machines.fleetfit.io/compute-xlarge", "np-general"),
 			noSchedule("machines.fleetfit.io/node-pool", "ready")},
 	})
+	// The controller caches nodes without their status; its taint writes
+	// must leave the status as the kubelet set it.
+	if n, err := kube().CoreV1().Nodes().Get(t.Context(), "np-a", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if diff := cmp.Diff(foreignNode("np-a").Status, n.Status); diff != "" {
+		t.Errorf("node status changed (-want,+got):\n%s", diff)
+	}
 	// In maintenance: the type label and the annotation, but no ready label.
 	waitNode(t, "np-b", nodeCarries{
 		labels:       map[string]string{"machines.fleetfit.io/compute-medium": "np-general"},

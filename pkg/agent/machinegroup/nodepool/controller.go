@@ -119,6 +119,7 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface) *Controller
 	errs = append(errs,
 		gi.Informer().AddIndexers(toolscache.Indexers{byPoolNode: poolNodesIndex}),
 		ni.Informer().AddIndexers(toolscache.Indexers{byGroupAnnotation: groupAnnotationIndex}),
+		ni.Informer().SetTransform(dropNodeStatus),
 	)
 	for _, h := range []struct {
 		informer toolscache.SharedIndexInformer
@@ -331,4 +332,15 @@ func groupAnnotationIndex(obj any) ([]string, error) {
 		return []string{g}, nil
 	}
 	return nil, nil
+}
+
+// dropNodeStatus keeps a node's status, its largest part (images, conditions,
+// addresses), out of the cache: the controller reads only metadata (managed
+// fields included, for what it applied) and taints, and an update of a Node
+// ignores its status.
+func dropNodeStatus(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		n.Status = corev1.NodeStatus{}
+	}
+	return obj, nil
 }
