@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,9 +55,11 @@ func StartHubProcess(ctx context.Context, hub *ControlPlane, args ...string) (*C
 // ServiceAccount, on the hub the user AgentUser(cluster):
 //
 //	fleetfit-agent --cluster-name=<cluster> --kubeconfig=<spoke> \
-//	    --hub-kubeconfig=<hub> --min-interval=<minInterval> <args>
+//	    --hub-kubeconfig=<hub> --min-interval=<minInterval> \
+//	    --injector-bind-address=<addr> --injector-cert-hostnames=<host> <args>
 //
-// It waits until the agent has written its first report, the cluster's
+// with the spoke's webhook configuration for the pod resource injector
+// pointed at addr (RegisterInjector). It waits until the agent has written its first report, the cluster's
 // ClusterInventory on the hub. The caller stops it with Stop, or leaves that
 // to hub.Stop or spoke.Stop. StartAgent runs the same reporter in-process.
 func StartAgentProcess(ctx context.Context, hub, spoke *ControlPlane, cluster string, minInterval time.Duration, args ...string) (*Component, error) {
@@ -66,7 +69,12 @@ func StartAgentProcess(ctx context.Context, hub, spoke *ControlPlane, cluster st
 		name:   "fleetfit-agent " + cluster,
 		home:   spoke,
 		planes: []*ControlPlane{hub, spoke},
-		args: func(dir, _ string) ([]string, error) {
+		args: func(dir, addr string) ([]string, error) {
+			// The agent's pod resource injector serves on addr, where the
+			// spoke's API server calls it (on loopback, by URL).
+			if err := RegisterInjector(ctx, spoke, addr); err != nil {
+				return nil, err
+			}
 			spokeKubeconfig, err := writeUserKubeconfig(spoke, dir, "spoke.kubeconfig", agentServiceAccount, "system:serviceaccounts")
 			if err != nil {
 				return nil, err
@@ -80,6 +88,8 @@ func StartAgentProcess(ctx context.Context, hub, spoke *ControlPlane, cluster st
 				"--kubeconfig=" + spokeKubeconfig,
 				"--hub-kubeconfig=" + hubKubeconfig,
 				"--min-interval=" + minInterval.String(),
+				"--injector-bind-address=" + addr,
+				"--injector-cert-hostnames=" + strings.Split(addr, ":")[0],
 			}, args...), nil
 		},
 		ready: func(ctx context.Context, _ string) error {

@@ -6,18 +6,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
+	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/injector"
+	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/machine"
+	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/nodepool"
 	"github.com/fleetfit/fleetfit/pkg/agent/reporter"
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -31,6 +36,14 @@ type Options struct {
 	Kubeconfig      string
 	FeaturePrefixes []string
 	MinInterval     time.Duration
+
+	// MachineGroups runs the machine-group controllers and the pod resource
+	// injector, and reports the groups to the hub.
+	MachineGroups bool
+	// MachineGroupWorkers is the number of workers of each machine-group controller.
+	MachineGroupWorkers int
+	Machine             machine.Options
+	Injector            injector.Options
 }
 
 // NewCommand returns the fleetfit-agent command.
@@ -38,6 +51,11 @@ func NewCommand() *cobra.Command {
 	o := &Options{
 		FeaturePrefixes: slices.Clone(inventory.DefaultFeatureLabelPrefixes),
 		MinInterval:     reporter.DefaultMinInterval,
+
+		MachineGroups:       true,
+		MachineGroupWorkers: 2,
+		Machine:             machine.Options{ReservationImage: machine.DefaultReservationImage, Namespace: machine.DefaultNamespace},
+		Injector:            injector.NewOptions(),
 	}
 	c := &cobra.Command{
 		Use:           "fleetfit-agent",
@@ -57,6 +75,11 @@ func NewCommand() *cobra.Command {
 	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this managed cluster (default: in-cluster)")
 	c.Flags().StringSliceVar(&o.FeaturePrefixes, "feature-prefixes", o.FeaturePrefixes, "node label prefixes reported as features (an exact key is its own prefix)")
 	c.Flags().DurationVar(&o.MinInterval, "min-interval", o.MinInterval, "least time between two reports to the hub; changes in between are coalesced")
+	c.Flags().BoolVar(&o.MachineGroups, "machine-groups", o.MachineGroups, "run the machine-group controllers (node pools, reservations) and the pod resource injector, and report MachineGroups to the hub")
+	c.Flags().IntVar(&o.MachineGroupWorkers, "machine-group-workers", o.MachineGroupWorkers, "workers of each machine-group controller")
+	c.Flags().StringVar(&o.Machine.ReservationImage, "reservation-image", o.Machine.ReservationImage, "image of the reservation pods' one container, which idles until stopped")
+	c.Flags().StringVar(&o.Machine.Namespace, "reservation-namespace", o.Machine.Namespace, "namespace of the reservation StatefulSets and Services (it must exist)")
+	o.Injector.AddFlags(c.Flags())
 	cmd.AddLogFlags(c)
 	return c
 }
@@ -84,6 +107,20 @@ func (o *Options) Validate() error {
 	for i, p := range o.FeaturePrefixes {
 		if p == "" {
 			errs = append(errs, fmt.Errorf("--feature-prefixes[%d] is empty, which would report every label", i))
+		}
+	}
+	if o.MachineGroups {
+		if o.MachineGroupWorkers <= 0 {
+			errs = append(errs, fmt.Errorf("--machine-group-workers must be positive, got %d", o.MachineGroupWorkers))
+		}
+		if o.Machine.ReservationImage == "" {
+			errs = append(errs, errors.New("--reservation-image must not be empty"))
+		}
+		if msgs := validation.IsDNS1123Label(o.Machine.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--reservation-namespace %q: %v", o.Machine.Namespace, msgs))
+		}
+		if err := o.Injector.Validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -122,12 +159,73 @@ func (o *Options) Run(ctx context.Context) error {
 
 	cfg := inventory.DefaultConfig()
 	cfg.FeatureLabelPrefixes = o.FeaturePrefixes
-	r, err := reporter.New(
-		reporter.Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster},
-		reporter.Options{ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval},
-	)
+	clients := reporter.Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster}
+	var spokeFleetfit fleetfitclient.Interface
+	if o.MachineGroups {
+		if spokeFleetfit, err = fleetfitclient.NewForConfig(spokeCfg); err != nil {
+			return err
+		}
+		clients.SpokeFleetfit = spokeFleetfit
+	}
+	r, err := reporter.New(clients, reporter.Options{
+		ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval, MachineGroups: o.MachineGroups,
+	})
 	if err != nil {
 		return err
 	}
-	return r.Run(ctx)
+	if !o.MachineGroups {
+		return r.Run(ctx)
+	}
+	return o.runWithMachineGroups(ctx, r, spoke, spokeFleetfit)
+}
+
+// runWithMachineGroups runs the reporter beside the machine-group controllers
+// and the injector; the first to fail stops the others. A managed cluster
+// without the MachineGroup CRD runs the reporter alone and says so.
+func (o *Options) runWithMachineGroups(ctx context.Context, r *reporter.Controller, spoke kubernetes.Interface, client fleetfitclient.Interface) error {
+	logger := klog.FromContext(ctx)
+	served, err := machineGroupsServed(spoke)
+	if err != nil {
+		return err
+	}
+	if !served {
+		logger.Info("The managed cluster does not serve MachineGroups: machine groups are off until its CRDs are installed (fleetfit install crds --side spoke) and the agent restarts")
+		return r.Run(ctx)
+	}
+	srv, err := injector.New(spoke, client, o.Injector)
+	if err != nil {
+		return fmt.Errorf("pod resource injector: %w", err)
+	}
+	pools := nodepool.New(spoke, client)
+	machines := machine.New(spoke, client, o.Machine)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.Run(ctx) })
+	g.Go(func() error { return named("node pool controller", pools.Run(ctx, o.MachineGroupWorkers)) })
+	g.Go(func() error { return named("machine controller", machines.Run(ctx, o.MachineGroupWorkers)) })
+	g.Go(func() error { return named("pod resource injector", srv.Run(ctx)) })
+	return g.Wait()
+}
+
+// machineGroupsServed says whether the managed cluster serves fleetfit.io's MachineGroups.
+func machineGroupsServed(spoke kubernetes.Interface) (bool, error) {
+	list, err := spoke.Discovery().ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("discovering %s on the managed cluster: %w", v1alpha1.SchemeGroupVersion, err)
+	}
+	for _, res := range list.APIResources {
+		if res.Name == "machinegroups" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func named(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }

@@ -11,12 +11,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2/ktesting"
 
@@ -72,8 +70,7 @@ func injectorStartSpoke(t *testing.T) *injectorSpoke {
 	}
 	s := &injectorSpoke{cp: cp, admin: cp.AdminClient(), addr: ln.Addr().String()}
 
-	cfg := injectorWebhookConfiguration(t, "https://"+s.addr+injector.Path)
-	if _, err := s.admin.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+	if err := framework.RegisterInjector(ctx, cp, s.addr); err != nil {
 		t.Fatal(err)
 	}
 	for name, labels := range map[string]map[string]string{
@@ -111,35 +108,6 @@ func injectorStartSpoke(t *testing.T) *injectorSpoke {
 		}
 	})
 	return s
-}
-
-// injectorWebhookConfiguration is deploy/agent's webhook configuration
-// calling url instead of the agent's Service.
-func injectorWebhookConfiguration(t *testing.T, url string) *admissionregistrationv1.MutatingWebhookConfiguration {
-	t.Helper()
-	objs, err := install.Decode(deployagent.Injector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if o.GetKind() != "MutatingWebhookConfiguration" {
-			continue
-		}
-		raw, err := o.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, cfg); err != nil {
-			t.Fatal(err)
-		}
-		for i := range cfg.Webhooks {
-			cfg.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
-		}
-		return cfg
-	}
-	t.Fatal("deploy/agent has no MutatingWebhookConfiguration")
-	return nil
 }
 
 func injectorMachineGroup() *v1alpha1.MachineGroup {

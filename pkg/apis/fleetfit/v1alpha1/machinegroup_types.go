@@ -247,9 +247,9 @@ type MachineGroupList struct {
 }
 
 // MachineNodePool is the node pool of one MachineGroup, named
-// `<group>-node-pool` and owned by it: the machine controller copies the
-// group's pool into it, and the node pool controller keeps the pool's nodes
-// labelled, annotated and tainted, and reports their health.
+// `<group>-node-pool` and owned by it: the node pool controller copies the
+// group's pool into it, keeps the pool's nodes labelled, annotated and
+// tainted, and reports their health, which the machine controller reads.
 //
 // +genclient
 // +genclient:nonNamespaced
