@@ -70,6 +70,10 @@ func (s *Server) Run(ctx context.Context) error {
 	defer s.groups.Shutdown()
 	for typ, ok := range s.groups.WaitForCacheSync(ctx.Done()) {
 		if !ok {
+			if ctx.Err() != nil {
+				// Stopped before it started serving: nothing failed.
+				return nil
+			}
 			return fmt.Errorf("the cache of %v did not sync", typ)
 		}
 	}
