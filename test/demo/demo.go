@@ -3,7 +3,8 @@
 // kube-controller-manager, kube-scheduler, kwok (which plays kubelet for nodes with GPUs, AVX-512
 // and QuickAssist, some of them nearly full), OCM's work agent and fleetfit-agent; the hub runs
 // fleetfit-hub. The demo applies EMCO's HPA usage example and two more HPAIntents, waits until
-// fleetfit-hub has placed them and their pods run, shows the result with the fleetfit CLI and
+// fleetfit-hub has placed them and their pods run, gives cluster1 a MachineGroup with a guest
+// that takes one of its reserved machines, shows the result with the fleetfit CLI and
 // leaves the fleet running for kubectl and bin/fleetfit until it is stopped.
 package demo
 
@@ -118,6 +119,9 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 		} else {
 			con.step("Every delivered pod is Running")
 		}
+	}
+	if err := showMachineGroup(ctx, con, fleet.Spokes[MachineGroupCluster], o.SettleTimeout); err != nil {
+		con.step("The machine group did not settle: %v", err)
 	}
 	if ctx.Err() != nil {
 		return nil

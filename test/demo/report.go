@@ -180,6 +180,7 @@ Look around, for example:
   bin/fleetfit explain placement training -n %[3]s --kubeconfig %[2]s
   kubectl --kubeconfig %[2]s get placements,placementdecisions,hpaintents,manifestworks -A
   kubectl --kubeconfig %[4]s get nodes,pods -A -o wide
+  kubectl --kubeconfig %[4]s get machinegroups,machinenodepools,statefulsets -A
 
 Stop it with Ctrl-C or, from another terminal, make demo-down: every process is stopped and
 every file removed.

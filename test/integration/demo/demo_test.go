@@ -93,6 +93,8 @@ func TestDemoFleet(t *testing.T) {
 		"cluster3: nodes Ready: cpu-1 (-), qat-0 (4× intel.com/qat, QAT)",
 		"fleetfit-hub decided: ",
 		"Every delivered pod is Running",
+		"cluster1: MachineGroup general-machine reserves 1 compute-xlarge on xl-0 and 2 compute-medium on md-0",
+		"took a compute-medium over: it runs on md-0 with requests cpu 6, memory 24Gi = limits cpu 6, memory 24Gi",
 		"$ bin/fleetfit get clusters --kubeconfig " + filepath.Join(dir, "hub.kubeconfig"),
 		"$ bin/fleetfit get placements -A",
 		"$ bin/fleetfit explain placement fwall -n demo",
