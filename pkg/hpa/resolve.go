@@ -51,6 +51,11 @@ type Consumer struct {
 	// Features are the mandatory node label requirements, in spec order, with
 	// EMCO's value shorthand expanded to In [value] and the default operator In.
 	Features []corev1.NodeSelectorRequirement
+	// MachineType, when set, is the machine type each replica takes one
+	// machine of; the consumer then has no Requests or Limits (validation
+	// refuses both), as the managed cluster's agent gives its container the
+	// type's resources.
+	MachineType *v1alpha1.MachineTypeRequirement
 	// Optional are the optional requirements in spec order.
 	Optional []OptionalRequirement
 	// Request is one replica's mandatory requirements as a fit query on a
@@ -60,7 +65,8 @@ type Consumer struct {
 }
 
 // OptionalRequirement is one optional requirement: a cluster that can meet it
-// scores in proportion to Weight. Exactly one of Requests or Feature is set.
+// scores in proportion to Weight. Exactly one of Requests, Feature or
+// MachineType is set.
 type OptionalRequirement struct {
 	Name string
 	// Weight is 1..10.
@@ -71,6 +77,9 @@ type OptionalRequirement struct {
 	Limits   corev1.ResourceList
 	// Feature is the node label requirement; nil for a resource.
 	Feature *corev1.NodeSelectorRequirement
+	// MachineType is the machine type a cluster scores for when it has a
+	// free machine of it for every replica; nil for the other kinds.
+	MachineType *v1alpha1.MachineTypeRequirement
 	// Request is one replica of the consumer with this requirement met as
 	// well, as a fit query. Compile sets it; it is nil in what Resolve
 	// returns.
@@ -174,6 +183,14 @@ func resolveConsumer(in *v1alpha1.ResourceConsumer) (Consumer, problems) {
 				c.Features = append(c.Features, f)
 			} else {
 				c.Optional = append(c.Optional, OptionalRequirement{Name: r.Name, Weight: r.EffectiveWeight(), Feature: &f})
+			}
+		case r.MachineType != nil:
+			m := *r.MachineType
+			if r.IsMandatory() {
+				// Validation allows one mandatory machine type per consumer.
+				c.MachineType = &m
+			} else {
+				c.Optional = append(c.Optional, OptionalRequirement{Name: r.Name, Weight: r.EffectiveWeight(), MachineType: &m})
 			}
 		}
 	}

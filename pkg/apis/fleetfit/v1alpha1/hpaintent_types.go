@@ -74,6 +74,8 @@ type PlacementRef struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.exclusiveCPU) || !self.exclusiveCPU || has(self.requirements) && self.requirements.exists(r, has(r.resource) && r.resource.name == 'cpu' && r.mandatory && has(r.resource.limits) && !string(r.resource.limits).matches('[eE][-+]?[0-9]{4}') && isQuantity(string(r.resource.limits)) && quantity(string(r.resource.limits)).isInteger() && (!has(r.resource.requests) || (isQuantity(string(r.resource.requests)) && quantity(string(r.resource.requests)).compareTo(quantity(string(r.resource.limits))) == 0)))",message="exclusiveCPU needs a mandatory cpu requirement with whole cores and requests equal to limits (Guaranteed QoS), e.g. requests: 4, limits: 4"
 // +kubebuilder:validation:XValidation:rule="!has(self.exclusiveCPU) || !self.exclusiveCPU || has(self.requirements) && self.requirements.exists(r, has(r.resource) && r.resource.name == 'memory' && r.mandatory && has(r.resource.limits) && !string(r.resource.limits).matches('[eE][-+]?[0-9]{4}') && isQuantity(string(r.resource.limits)) && (!has(r.resource.requests) || (isQuantity(string(r.resource.requests)) && quantity(string(r.resource.requests)).compareTo(quantity(string(r.resource.limits))) == 0)))",message="exclusiveCPU needs a mandatory memory requirement with requests equal to limits (Guaranteed QoS)"
 // +kubebuilder:validation:XValidation:rule="!has(self.requirements) || self.requirements.all(a, !has(a.resource) || (has(a.mandatory) && !a.mandatory) || self.requirements.exists_one(b, has(b.resource) && (!has(b.mandatory) || b.mandatory) && b.resource.name == a.resource.name))",message="two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional",fieldPath=".requirements"
+// +kubebuilder:validation:XValidation:rule="!has(self.requirements) || !self.requirements.exists(r, has(r.machineType)) || !self.requirements.exists(r, has(r.resource))",message="a consumer that takes a machine type gets its cpu, memory and GPUs from the type, which the managed cluster's agent sets on its container: remove its resource requirements, or its machineType requirements",fieldPath=".requirements"
+// +kubebuilder:validation:XValidation:rule="!has(self.requirements) || self.requirements.filter(r, has(r.machineType) && (!has(r.mandatory) || r.mandatory)).size() <= 1",message="each replica takes one machine: keep one mandatory machineType requirement and make the others optional (mandatory: false)",fieldPath=".requirements"
 type ResourceConsumer struct {
 	// name identifies the consumer within the intent.
 	// +required
@@ -136,7 +138,7 @@ type ConsumerTarget struct {
 // ResourceRequirement is one thing a consumer needs: an amount of a resource
 // on one node, or a node feature.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.resource) != has(self.feature)",message="set exactly one of resource (an amount to have free on a node) or feature (a node label requirement)"
+// +kubebuilder:validation:XValidation:rule="[has(self.resource), has(self.feature), has(self.machineType)].filter(x, x).size() == 1",message="set exactly one of resource (an amount to have free on a node), feature (a node label requirement) or machineType (a machine of a MachineGroup's type for each replica)"
 // +kubebuilder:validation:XValidation:rule="!has(self.weight) || !self.mandatory",message="weight ranks optional requirements only: set mandatory: false, or remove weight"
 type ResourceRequirement struct {
 	// name identifies the requirement within the consumer.
@@ -165,6 +167,30 @@ type ResourceRequirement struct {
 	// feature is a node label the node that runs the pod must satisfy.
 	// +optional
 	Feature *FeatureRequirement `json:"feature,omitempty"`
+
+	// machineType asks for one machine of a managed cluster's MachineGroup
+	// for each replica: a cluster qualifies while that many of its reserved
+	// machines of the type are free, and the delivered pods are the group's
+	// guests, which the cluster's agent gives the type's cpu, memory and GPUs.
+	// +optional
+	MachineType *MachineTypeRequirement `json:"machineType,omitempty"`
+}
+
+// MachineTypeRequirement names a machine type of a MachineGroup, as the
+// managed clusters' agents report them in their ClusterInventory.
+type MachineTypeRequirement struct {
+	// group is the name of the MachineGroup.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=50
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Group string `json:"group"`
+	// name of the machine type.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=50
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
 }
 
 // ResourceAmount is an allocatable resource with Kubernetes requests and limits.

@@ -61,14 +61,16 @@ func hasLongExponent(q *resource.Quantity) bool {
 
 // Messages of the CRD's CEL rules, word for word.
 const (
-	msgResourceXorFeature = "set exactly one of resource (an amount to have free on a node) or feature (a node label requirement)"
-	msgWeightOnMandatory  = "weight ranks optional requirements only: set mandatory: false, or remove weight"
-	msgRequestsOrLimits   = "set requests, limits or both"
-	msgNegativeAmount     = "requests and limits must not be negative"
-	msgUnitsNeedIntegers  = "with units, requests and limits are whole numbers of that unit (EMCO's legacy form, e.g. requests: 1000 with units: MB); without units use Kubernetes quantities such as 1000M or 2Gi"
-	msgValueAndValues     = "set value (EMCO's shorthand for operator In with one value) or values, not both"
-	msgValueNeedsIn       = "value is shorthand for operator In; with other operators use values"
-	msgLongExponent       = "write requests and limits with an exponent of at most three digits, such as 4e9 or 4G: longer exponents give amounts far beyond what fleetfit can count, or below the smallest, 1n"
+	msgResourceXorFeature      = "set exactly one of resource (an amount to have free on a node), feature (a node label requirement) or machineType (a machine of a MachineGroup's type for each replica)"
+	msgMachineTypeAndAmounts   = "a consumer that takes a machine type gets its cpu, memory and GPUs from the type, which the managed cluster's agent sets on its container: remove its resource requirements, or its machineType requirements"
+	msgOneMandatoryMachineType = "each replica takes one machine: keep one mandatory machineType requirement and make the others optional (mandatory: false)"
+	msgWeightOnMandatory       = "weight ranks optional requirements only: set mandatory: false, or remove weight"
+	msgRequestsOrLimits        = "set requests, limits or both"
+	msgNegativeAmount          = "requests and limits must not be negative"
+	msgUnitsNeedIntegers       = "with units, requests and limits are whole numbers of that unit (EMCO's legacy form, e.g. requests: 1000 with units: MB); without units use Kubernetes quantities such as 1000M or 2Gi"
+	msgValueAndValues          = "set value (EMCO's shorthand for operator In with one value) or values, not both"
+	msgValueNeedsIn            = "value is shorthand for operator In; with other operators use values"
+	msgLongExponent            = "write requests and limits with an exponent of at most three digits, such as 4e9 or 4G: longer exponents give amounts far beyond what fleetfit can count, or below the smallest, 1n"
 )
 
 // The CEL rules with a messageExpression, as that expression evaluates.
@@ -117,7 +119,7 @@ func validateRequirement(r *v1alpha1.ResourceRequirement, path *field.Path) fiel
 		errs = append(errs, validateMinimum(path.Child("weight"), int64(*r.Weight), minWeight)...)
 		errs = append(errs, validateMaximum(path.Child("weight"), int64(*r.Weight), maxWeight)...)
 	}
-	if (r.Resource == nil) == (r.Feature == nil) {
+	if set := btoi(r.Resource != nil) + btoi(r.Feature != nil) + btoi(r.MachineType != nil); set != 1 {
 		errs = append(errs, field.Invalid(path, field.OmitValueType{}, msgResourceXorFeature))
 	}
 	if r.Weight != nil && r.IsMandatory() {
@@ -129,7 +131,41 @@ func validateRequirement(r *v1alpha1.ResourceRequirement, path *field.Path) fiel
 	if r.Feature != nil {
 		errs = append(errs, validateFeature(r.Feature, path.Child("feature"))...)
 	}
+	if r.MachineType != nil {
+		errs = append(errs, validateMachineType(r.MachineType, path.Child("machineType"))...)
+	}
 	return errs
+}
+
+func validateMachineType(m *v1alpha1.MachineTypeRequirement, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name, value string
+	}{{"group", m.Group}, {"name", m.Name}} {
+		p := path.Child(f.name)
+		if f.value == "" {
+			errs = append(errs, field.Required(p, ""))
+			continue
+		}
+		errs = append(errs, validateMaxLength(p, f.value, maxMachineNameLength)...)
+		if !dnsLabel.MatchString(f.value) {
+			errs = append(errs, field.Invalid(p, f.value, fmt.Sprintf("should match '%s'", dnsLabel.String())))
+		}
+	}
+	return errs
+}
+
+// maxMachineNameLength bounds the names of machine groups and types (see
+// v1alpha1.MachineGroup).
+const maxMachineNameLength = 50
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func validateAmount(a *v1alpha1.ResourceAmount, path *field.Path) field.ErrorList {

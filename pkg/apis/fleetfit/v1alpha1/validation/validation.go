@@ -86,12 +86,22 @@ func validateConsumer(c *v1alpha1.ResourceConsumer, path *field.Path) field.Erro
 	reqsPath := path.Child("requirements")
 	errs = append(errs, validateMaxItems(reqsPath, len(c.Requirements), maxRequirements)...)
 	names := make([]string, len(c.Requirements))
-	hasResource := false
+	hasResource, hasMachineType, mandatoryMachineTypes := false, false, 0
 	for i := range c.Requirements {
 		r := &c.Requirements[i]
 		names[i] = r.Name
 		hasResource = hasResource || r.Resource != nil
+		hasMachineType = hasMachineType || r.MachineType != nil
+		if r.MachineType != nil && r.IsMandatory() {
+			mandatoryMachineTypes++
+		}
 		errs = append(errs, validateRequirement(r, reqsPath.Index(i))...)
+	}
+	if hasResource && hasMachineType {
+		errs = append(errs, field.Invalid(reqsPath, field.OmitValueType{}, msgMachineTypeAndAmounts))
+	}
+	if mandatoryMachineTypes > 1 {
+		errs = append(errs, field.Invalid(reqsPath, field.OmitValueType{}, msgOneMandatoryMachineType))
 	}
 	for _, i := range sameMandatoryResource(c.Requirements) {
 		errs = append(errs, field.Invalid(reqsPath.Index(i).Child("resource", "name"), c.Requirements[i].Resource.Name, msgOneAmountPerResource))
