@@ -136,7 +136,7 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 
 	// Indexers and transforms must be set before the informers start, which
 	// only Run does, so these cannot fail.
-	utilMust(gi.Informer().AddIndexers(toolscache.Indexers{byNode: nodeIndex}))
+	utilMust(gi.Informer().AddIndexers(toolscache.Indexers{byNode: machinegroup.PoolNodeIndex}))
 	utilMust(podi.Informer().AddIndexers(toolscache.Indexers{byMachineType: podIndex}))
 	for _, inf := range []toolscache.SharedIndexInformer{podi.Informer(), ni.Informer(), si.Informer(), vi.Informer()} {
 		utilMust(inf.SetTransform(strip))
@@ -301,18 +301,6 @@ func (c *Controller) nodeHandler() toolscache.ResourceEventHandler {
 		},
 		Delete: onNode,
 	}
-}
-
-func nodeIndex(obj any) ([]string, error) {
-	g, ok := obj.(*v1alpha1.MachineGroup)
-	if !ok {
-		return nil, nil
-	}
-	names := make([]string, 0, len(g.Spec.NodePools))
-	for _, p := range g.Spec.NodePools {
-		names = append(names, p.Name)
-	}
-	return names, nil
 }
 
 // podKey is the byMachineType key of the pods of one role, group and machine type.

@@ -117,7 +117,7 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface) *Controller
 
 	var errs []error
 	errs = append(errs,
-		gi.Informer().AddIndexers(toolscache.Indexers{byPoolNode: poolNodesIndex}),
+		gi.Informer().AddIndexers(toolscache.Indexers{byPoolNode: machinegroup.PoolNodeIndex}),
 		ni.Informer().AddIndexers(toolscache.Indexers{byGroupAnnotation: groupAnnotationIndex}),
 		ni.Informer().SetTransform(dropNodeStatus),
 	)
@@ -309,18 +309,6 @@ func (c *Controller) interesting(n *corev1.Node) bool {
 		}
 	}
 	return len(c.groupsNaming(n.Name)) > 0
-}
-
-func poolNodesIndex(obj any) ([]string, error) {
-	g, ok := obj.(*v1alpha1.MachineGroup)
-	if !ok {
-		return nil, nil
-	}
-	names := make([]string, 0, len(g.Spec.NodePools))
-	for _, e := range g.Spec.NodePools {
-		names = append(names, e.Name)
-	}
-	return names, nil
 }
 
 func groupAnnotationIndex(obj any) ([]string, error) {

@@ -60,7 +60,7 @@ func labelled(n *corev1.Node, group string, entry v1alpha1.NodePoolEntry, h v1al
 // its informers would.
 func cachedController(t *testing.T, groups []*v1alpha1.MachineGroup, nodes []*corev1.Node) *Controller {
 	t.Helper()
-	gi := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byPoolNode: poolNodesIndex})
+	gi := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byPoolNode: machinegroup.PoolNodeIndex})
 	ni := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byGroupAnnotation: groupAnnotationIndex})
 	for _, g := range groups {
 		if err := gi.Add(g); err != nil {
