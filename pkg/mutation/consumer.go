@@ -7,7 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
 // ForConsumer returns the mutation that delivers consumer c of r to a cluster
@@ -15,7 +17,10 @@ import (
 // amounts and features, plus those of the named optional requirements, and
 // the tolerations the pods then need (r.Tolerations of the consumer with those
 // requests). An optional amount replaces a mandatory amount of the same
-// resource, as the scheduler assumed when it checked the cluster. A name c has
+// resource, as the scheduler assumed when it checked the cluster. A consumer
+// that takes a machine type (see machineTypeOf) gets no amounts but the labels
+// of a guest of that type, machinegroup.GuestLabels with c's container as the
+// injecting container; its features still become node affinity. A name c has
 // no optional requirement by is an error. The mutation shares nothing with r.
 func ForConsumer(r *hpa.Resolved, c *hpa.Consumer, optional []string) (Mutation, error) {
 	m := Mutation{
@@ -69,10 +74,34 @@ func ForConsumer(r *hpa.Resolved, c *hpa.Consumer, optional []string) (Mutation,
 		return Mutation{}, fmt.Errorf("consumer %q has no optional requirement %s (optional requirements: %s)",
 			c.Name, strings.Join(unknown, ", "), orNone(known))
 	}
+	if mt := machineTypeOf(c, optional); mt != nil {
+		// The managed cluster's injector gives the guest's container the
+		// type's amounts (requests equal to limits), its node affinity and
+		// tolerations; validation leaves such a consumer no amounts of its
+		// own, and none are delivered.
+		m.Requests, m.Limits, m.ExclusiveCPU = corev1.ResourceList{}, corev1.ResourceList{}, false
+		m.Labels = machinegroup.GuestLabels(mt.Group, mt.Name, c.Target.Container)
+	}
 	withOptional := *c
 	withOptional.Requests = m.Requests
 	m.Tolerations = r.Tolerations(&withOptional)
 	return m, nil
+}
+
+// machineTypeOf returns the machine type the consumer's pods take on a
+// cluster that meets the optional requirements named in optional: the
+// mandatory one, else the first of the named optional ones in spec order
+// (each replica takes one machine), else nil.
+func machineTypeOf(c *hpa.Consumer, optional []string) *v1alpha1.MachineTypeRequirement {
+	if c.MachineType != nil {
+		return c.MachineType
+	}
+	for i := range c.Optional {
+		if o := &c.Optional[i]; o.MachineType != nil && slices.Contains(optional, o.Name) {
+			return o.MachineType
+		}
+	}
+	return nil
 }
 
 func deepCopyRequirements(in []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
