@@ -234,16 +234,17 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs = append(logs, hubProcess)
-	if _, err := hub.AdminClient().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mtNS}}, metav1.CreateOptions{}); err != nil {
+	// The hub's objects of an earlier run (-count) are taken as they are.
+	if _, err := hub.AdminClient().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mtNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if _, err := clusters.ClusterV1beta2().ManagedClusterSets().Create(ctx, ut.MakeExclusiveClusterSet("default"), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if _, err := clusters.ClusterV1beta2().ManagedClusterSetBindings(mtNS).Create(ctx, ut.MakeClusterSetBinding(mtNS, "default"), metav1.CreateOptions{}); err != nil {
+	if _, err := clusters.ClusterV1beta2().ManagedClusterSetBindings(mtNS).Create(ctx, ut.MakeClusterSetBinding(mtNS, "default"), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if _, err := clusters.ClusterV1beta1().Placements(mtNS).Create(ctx, ut.MakePlacement(mtWorkload, mtNS).NumberOfClusters(1).Obj(), metav1.CreateOptions{}); err != nil {
+	if _, err := clusters.ClusterV1beta1().Placements(mtNS).Create(ctx, ut.MakePlacement(mtWorkload, mtNS).NumberOfClusters(1).Obj(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	xlarge := ut.MakeRequirement("xlarge").Obj()
