@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
@@ -18,10 +17,12 @@ import (
 // the tolerations the pods then need (r.Tolerations of the consumer with those
 // requests). An optional amount replaces a mandatory amount of the same
 // resource, as the scheduler assumed when it checked the cluster. A consumer
-// that takes a machine type (see machineTypeOf) gets no amounts but the labels
-// of a guest of that type, machinegroup.GuestLabels with c's container as the
-// injecting container; its features still become node affinity. A name c has
-// no optional requirement by is an error. The mutation shares nothing with r.
+// with a mandatory machine type gets no amounts but the labels of a guest of
+// that type, machinegroup.GuestLabels with c's container as the injecting
+// container; its features still become node affinity. An optional machine type
+// changes nothing here: it only ranks clusters, and the pods of a consumer
+// without a mandatory one are not guests. A name c has no optional
+// requirement by is an error. The mutation shares nothing with r.
 func ForConsumer(r *hpa.Resolved, c *hpa.Consumer, optional []string) (Mutation, error) {
 	m := Mutation{
 		Container:    c.Target.Container,
@@ -74,7 +75,7 @@ func ForConsumer(r *hpa.Resolved, c *hpa.Consumer, optional []string) (Mutation,
 		return Mutation{}, fmt.Errorf("consumer %q has no optional requirement %s (optional requirements: %s)",
 			c.Name, strings.Join(unknown, ", "), orNone(known))
 	}
-	if mt := machineTypeOf(c, optional); mt != nil {
+	if mt := c.MachineType; mt != nil {
 		// The managed cluster's injector gives the guest's container the
 		// type's amounts (requests equal to limits), its node affinity and
 		// tolerations; validation leaves such a consumer no amounts of its
@@ -86,22 +87,6 @@ func ForConsumer(r *hpa.Resolved, c *hpa.Consumer, optional []string) (Mutation,
 	withOptional.Requests = m.Requests
 	m.Tolerations = r.Tolerations(&withOptional)
 	return m, nil
-}
-
-// machineTypeOf returns the machine type the consumer's pods take on a
-// cluster that meets the optional requirements named in optional: the
-// mandatory one, else the first of the named optional ones in spec order
-// (each replica takes one machine), else nil.
-func machineTypeOf(c *hpa.Consumer, optional []string) *v1alpha1.MachineTypeRequirement {
-	if c.MachineType != nil {
-		return c.MachineType
-	}
-	for i := range c.Optional {
-		if o := &c.Optional[i]; o.MachineType != nil && slices.Contains(optional, o.Name) {
-			return o.MachineType
-		}
-	}
-	return nil
 }
 
 func deepCopyRequirements(in []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {

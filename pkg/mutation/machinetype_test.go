@@ -36,9 +36,9 @@ func machineType(name, machineType string, weight int32) v1alpha1.ResourceRequir
 
 // trainers resolves an intent of machine-type consumers: trainer takes a
 // compute-xlarge in its container train, next to a log shipper that asks for
-// resources of its own, in a zone; evaluator, a Job, prefers a compute-medium
-// or else a compute-xlarge, without naming a container; tuner takes a
-// compute-medium and would like a compute-xlarge.
+// resources of its own, in a zone; evaluator, a Job, would like a
+// compute-medium or a compute-xlarge; tuner, a Pod that names no container,
+// takes a compute-medium and would like a compute-xlarge.
 func trainers(t *testing.T) *hpa.Resolved {
 	t.Helper()
 	zone := utiltesting.MakeFeature("zone", "topology.kubernetes.io/zone").Values("a", "b").Obj()
@@ -95,27 +95,12 @@ func TestForConsumerMachineType(t *testing.T) {
 				Labels:   machinegroup.GuestLabels(mtGroup, mtXLarge, "train"),
 			},
 		},
-		"only optional machine types, none met": {
-			consumer: "evaluator",
-			want:     Mutation{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}},
-		},
-		"the first optional machine type met, in spec order, without a container": {
+		"optional machine types only rank clusters": {
 			consumer: "evaluator",
 			optional: []string{"xlarge", "medium"},
-			want: Mutation{
-				Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{},
-				Labels: machinegroup.GuestLabels(mtGroup, mtMedium, ""),
-			},
+			want:     Mutation{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}},
 		},
-		"an optional machine type met": {
-			consumer: "evaluator",
-			optional: []string{"xlarge"},
-			want: Mutation{
-				Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{},
-				Labels: machinegroup.GuestLabels(mtGroup, mtXLarge, ""),
-			},
-		},
-		"the mandatory machine type wins over an optional one": {
+		"an optional machine type beside the mandatory one": {
 			consumer: "tuner",
 			optional: []string{"xlarge"},
 			want: Mutation{
