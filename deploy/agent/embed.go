@@ -73,7 +73,8 @@ func Deployment(image, cluster string) []byte {
 var deliveryRBAC string
 
 // DeliveryRBAC lets HPAIntents of namespace deliver their workloads into that
-// namespace of a managed cluster: the namespace, the ServiceAccount
+// namespace of a managed cluster: the namespace, opted in to the pod resource
+// injector for workloads that take machine types, the ServiceAccount
 // fleetfit-delivery that OCM's work agent applies them as, and its RBAC (the
 // ClusterRole fleetfit:delivery bound in the namespace, and the namespace
 // object itself).

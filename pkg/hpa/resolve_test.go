@@ -452,6 +452,20 @@ func TestResolveProblems(t *testing.T) {
 			want: []Problem{{Reason: ReasonInvalidWorkload,
 				Message: "spec.workload.manifests[0] is not a Kubernetes object: apiVersion, kind or metadata.name is missing; each manifest needs apiVersion, kind and metadata.name"}},
 		},
+		"a pod label that keeps a machine type's consumer from being its guest": {
+			intent: func() *v1alpha1.HPAIntent {
+				xlarge := utiltesting.MakeRequirement("xlarge").Obj()
+				xlarge.MachineType = &v1alpha1.MachineTypeRequirement{Group: "general-machine", Name: "compute-xlarge"}
+				d := deployment("trainer", nil, container("train", "", "", "", ""))
+				d.Spec.Template.Labels = map[string]string{"app": "trainer", "machines.fleetfit.io/machine-type": "compute-medium"}
+				return utiltesting.MakeHPAIntent("trainer", ns).Placement("p").Consumer(
+					utiltesting.MakeConsumer("trainer").Target("Deployment", "trainer", "train").Requirement(xlarge).Obj(),
+				).Manifest(d).Obj()
+			}(),
+			want: []Problem{{Reason: ReasonInvalidWorkload, Consumer: "trainer",
+				Message: "target Deployment trainer has the pod label machines.fleetfit.io/machine-type=compute-medium at spec.template.metadata.labels, " +
+					"but the consumer's pods are guests of general-machine/compute-xlarge (machines.fleetfit.io/machine-type=compute-xlarge); remove the label from the manifest"}},
+		},
 		"every consumer's problem is reported": {
 			intent: utiltesting.FwallHPAIntent(ns).Manifest(deployment("other", nil, container("c", "", "", "", ""))).Obj(),
 			want: []Problem{

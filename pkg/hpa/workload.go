@@ -2,6 +2,7 @@ package hpa
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
 // podSpecPaths says where each kind a consumer can target keeps its pod spec.
@@ -97,6 +99,11 @@ func bindWorkload(r *Resolved) problems {
 			}
 			c.Replicas = replicas
 		}
+		if c.MachineType != nil {
+			if msg := guestLabelConflict(u, c); msg != "" {
+				ps.add(ReasonInvalidWorkload, c.Name, "%s", msg)
+			}
+		}
 	}
 	if len(ps) > 0 {
 		return ps
@@ -107,6 +114,27 @@ func bindWorkload(r *Resolved) problems {
 		}
 	}
 	return ps
+}
+
+// guestLabelConflict says which label of the target's pod template keeps the
+// consumer's pods from being guests of its machine type, or "": the hub
+// delivers them with machinegroup.GuestLabels (see pkg/mutation), and never
+// overwrites a label the author wrote.
+func guestLabelConflict(u *unstructured.Unstructured, c *Consumer) string {
+	path := podSpecPaths[u.GetKind()]
+	at := append(slices.Clone(path[:len(path)-1]), "metadata", "labels")
+	have, _, err := unstructured.NestedMap(u.Object, at...)
+	if err != nil {
+		return ""
+	}
+	want := machinegroup.GuestLabels(c.MachineType.Group, c.MachineType.Name, c.Target.Container)
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if v, ok := have[key]; ok && v != want[key] {
+			return fmt.Sprintf("target %s %s has the pod label %s=%v at %s, but the consumer's pods are guests of %s/%s (%s=%s); remove the label from the manifest",
+				u.GetKind(), u.GetName(), key, v, strings.Join(at, "."), c.MachineType.Group, c.MachineType.Name, key, want[key])
+		}
+	}
+	return ""
 }
 
 // findTarget returns the index of the one manifest the target names, or a

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	"github.com/fleetfit/fleetfit/pkg/placementmode"
 )
 
@@ -153,6 +154,46 @@ func TestAgentObjects(t *testing.T) {
 		if _, err := AgentObjects(o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestDeliveryObjects checks what --delivery-namespace applies: the ClusterRole once, then per
+// namespace the Namespace, opted in to the pod resource injector, its ServiceAccount and RBAC.
+func TestDeliveryObjects(t *testing.T) {
+	objs, err := DeliveryObjects("shop", "ml", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	namespaceLabels := map[string]map[string]string{}
+	for _, o := range objs {
+		refs = append(refs, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
+		if o.GetKind() == "Namespace" {
+			namespaceLabels[o.GetName()] = o.GetLabels()
+		}
+	}
+	want := []string{
+		"ClusterRole /fleetfit:delivery",
+		"Namespace /shop",
+		"ServiceAccount shop/fleetfit-delivery",
+		"RoleBinding shop/fleetfit-delivery",
+		"ClusterRole /fleetfit:delivery:shop",
+		"ClusterRoleBinding /fleetfit:delivery:shop",
+		"Namespace /ml",
+		"ServiceAccount ml/fleetfit-delivery",
+		"RoleBinding ml/fleetfit-delivery",
+		"ClusterRole /fleetfit:delivery:ml",
+		"ClusterRoleBinding /fleetfit:delivery:ml",
+	}
+	if diff := cmp.Diff(want, refs); diff != "" {
+		t.Errorf("objects, in order (-want,+got):\n%s", diff)
+	}
+	optIn := map[string]string{machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled}
+	if diff := cmp.Diff(map[string]map[string]string{"shop": optIn, "ml": optIn}, namespaceLabels); diff != "" {
+		t.Errorf("namespace labels (-want,+got):\n%s", diff)
+	}
+	if _, err := DeliveryObjects("Shop"); err == nil {
+		t.Error("an invalid namespace name: no error")
 	}
 }
 

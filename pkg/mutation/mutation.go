@@ -1,7 +1,9 @@
 // Package mutation sets a consumer's requirements on the pod template of a
 // workload object: resources on one container, required node affinity for the
-// features and the tolerations the pods need. The action controller applies
-// it to the manifests it delivers to a cluster.
+// features, the tolerations the pods need and, for a consumer that takes a
+// machine type, the labels of a machine group's guest. The action controller
+// applies it to the manifests it delivers to a cluster; the managed cluster's
+// pod resource injector applies it to the guest pods of its machine groups.
 //
 // It works on unstructured objects, so every apiVersion of the supported kinds
 // works and fields this package does not know survive untouched. Mutate adds to
@@ -39,13 +41,17 @@ type Mutation struct {
 	Features []corev1.NodeSelectorRequirement
 	// Tolerations are added to the pod's tolerations unless already there.
 	Tolerations []corev1.Toleration
+	// Labels are added to the pod template's labels (a Pod's own). A label
+	// the template already has with another value is an error, never
+	// overwritten.
+	Labels map[string]string
 }
 
 // Mutate applies m to the pod template of obj, one of the kinds
 // hpa.PodSpecKinds names. On error obj is unchanged; the error says what is
 // wrong with the object (an unsupported kind, a missing pod spec or container,
-// a field of the wrong type) or with the amounts (a request above a limit the
-// manifest keeps).
+// a field of the wrong type), with the amounts (a request above a limit the
+// manifest keeps) or with the labels (one the template has with another value).
 func Mutate(obj *unstructured.Unstructured, m Mutation) error {
 	kind, name := obj.GetKind(), obj.GetName()
 	path, ok := hpa.PodSpecPath(kind)
@@ -73,7 +79,19 @@ func Mutate(obj *unstructured.Unstructured, m Mutation) error {
 	if err := addTolerations(spec, at, m.Tolerations); err != nil {
 		return fmt.Errorf("%s %s: %w", kind, name, err)
 	}
+	metaPath := podMetadataPath(path)
+	podMeta, err := mapAt(obj.Object, "", metaPath...)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	labels, err := addLabels(podMeta, strings.Join(metaPath, "."), m.Labels)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", kind, name, err)
+	}
 	setAt(obj.Object, spec, path...)
+	if labels != nil {
+		setAt(obj.Object, labels, append(metaPath, "labels")...)
+	}
 	return nil
 }
 

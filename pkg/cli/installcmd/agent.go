@@ -54,7 +54,9 @@ ServiceAccount fleetfit-delivery of the intent's namespace, and only as far as t
 may. --delivery-namespace NAMESPACE (repeatable) creates the namespace, that ServiceAccount
 and its RBAC (the workload kinds the hub delivers by default, in that namespace only), so
 that intents of NAMESPACE on the hub may deliver here; grant more to
-system:serviceaccount:NAMESPACE:fleetfit-delivery for more.
+system:serviceaccount:NAMESPACE:fleetfit-delivery for more. The namespace is labelled
+machines.fleetfit.io/inject-resource=enabled, so that delivered workloads that take a
+machine type of a MachineGroup get their machines from the agent.
 
 The hub kubeconfig is the agent's own identity on the hub, the user
 system:fleetfit:agent:<cluster> (a client certificate with that common name, for example);

@@ -26,6 +26,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	"github.com/fleetfit/fleetfit/pkg/mutation"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
@@ -213,14 +214,17 @@ func (c *Controller) optionalFor(compiled *hpa.Intent, cluster string, existing 
 }
 
 // desiredWork builds the ManifestWork for a cluster: the intent's manifests, each consumer's
-// target mutated, objects without a namespace put in the intent's namespace, and status
-// feedback of the workloads' replicas.
+// target mutated, objects without a namespace put in the intent's namespace, the namespaces
+// they need (those of machine-group guests opted in to the injector), and status feedback of
+// the workloads' replicas.
 func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, optional map[string][]string) (*workv1.ManifestWork, error) {
 	objs := make([]*unstructured.Unstructured, len(r.Manifests))
 	for i, m := range r.Manifests {
 		objs[i] = m.DeepCopy()
 	}
 	var applied []string
+	// guests are the namespaces of workloads whose pods are guests of a machine group.
+	guests := sets.New[string]()
 	for k := range r.Consumers {
 		cs := &r.Consumers[k]
 		if cs.Manifest < 0 || cs.Manifest >= len(objs) {
@@ -233,6 +237,13 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 		}
 		if err := mutation.Mutate(objs[cs.Manifest], m); err != nil {
 			return nil, fmt.Errorf("consumer %q: %w", cs.Name, err)
+		}
+		if _, guest := m.Labels[machinegroup.LabelMachineType]; guest {
+			ns := objs[cs.Manifest].GetNamespace()
+			if ns == "" {
+				ns = in.Namespace
+			}
+			guests.Insert(ns)
 		}
 		for _, o := range opt {
 			applied = append(applied, cs.Name+"/"+o)
@@ -270,6 +281,9 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 		ns.SetName(n)
 		objs = append([]*unstructured.Unstructured{ns}, objs...)
 	}
+	if err := optInToInjection(objs, guests); err != nil {
+		return nil, err
+	}
 	for _, o := range objs {
 		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Object: o}})
 		if resource, ok := feedbackResources[o.GetKind()]; ok {
@@ -289,6 +303,31 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 		w.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan, SelectivelyOrphan: opt}
 	}
 	return w, nil
+}
+
+// optInToInjection labels the Namespaces among objs that hold guests of machine groups so
+// that the managed cluster's pod resource injector gives those guests their machines: it acts
+// only in namespaces labelled machinegroup.LabelInjectResource=enabled. A Namespace of the
+// intent's workload that says otherwise is an error, as a conflicting label of a pod template
+// is; OCM's work agent adds the label to a Namespace that exists without it and keeps the
+// namespace's other labels.
+func optInToInjection(objs []*unstructured.Unstructured, guests sets.Set[string]) error {
+	for _, o := range objs {
+		if o.GetKind() != "Namespace" || !guests.Has(o.GetName()) {
+			continue
+		}
+		l := o.GetLabels()
+		if v, ok := l[machinegroup.LabelInjectResource]; ok && v != machinegroup.InjectResourceEnabled {
+			return fmt.Errorf("the workload's Namespace %s has the label %s=%q, but its pods take machine types, which the managed cluster's agent gives only to pods of namespaces labelled %s=%s; remove the label",
+				o.GetName(), machinegroup.LabelInjectResource, v, machinegroup.LabelInjectResource, machinegroup.InjectResourceEnabled)
+		}
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[machinegroup.LabelInjectResource] = machinegroup.InjectResourceEnabled
+		o.SetLabels(l)
+	}
+	return nil
 }
 
 // feedbackResources are the kinds whose replica counts the work agent reports back.

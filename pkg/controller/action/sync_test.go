@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -117,6 +118,104 @@ func TestDeliveryState(t *testing.T) {
 			state, msg := deliveryState(w)
 			if state != tc.want || msg != tc.message {
 				t.Errorf("deliveryState = %s, %q; want %s, %q", state, msg, tc.want, tc.message)
+			}
+		})
+	}
+}
+
+// TestDesiredWorkMachineType delivers a consumer that takes a machine type: its Deployment's
+// pods are guests of the group, and the namespaces that hold guests, whether the intent
+// carries them or fleetfit adds them, opt in to the managed cluster's injector.
+func TestDesiredWorkMachineType(t *testing.T) {
+	xlarge := ut.MakeRequirement("xlarge").Obj()
+	xlarge.MachineType = &v1alpha1.MachineTypeRequirement{Group: "general-machine", Name: "compute-xlarge"}
+	namespace := func(name string, labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	optIn := map[string]string{machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled}
+	intent := func(manifests ...any) *v1alpha1.HPAIntent {
+		w := ut.MakeHPAIntent("trainer", "ml").Placement("trainer").Consumer(
+			ut.MakeConsumer("trainer").Target("Deployment", "trainer", "app").Requirement(xlarge).Obj(),
+			ut.MakeConsumer("monitor").Target("Deployment", "monitor", "app").Requirement(ut.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj(),
+		)
+		for _, m := range manifests {
+			w.Manifest(m)
+		}
+		return w.Obj()
+	}
+	cases := map[string]struct {
+		in             *v1alpha1.HPAIntent
+		wantNamespaces map[string]map[string]string
+		wantErr        string
+	}{
+		"fleetfit adds the namespace of the guests": {
+			in: intent(deployment("trainer", ""), deployment("monitor", "tools")),
+			wantNamespaces: map[string]map[string]string{
+				"ml":    optIn,
+				"tools": nil,
+			},
+		},
+		"the workload holds the namespace of the guests": {
+			in: intent(namespace("ml", map[string]string{"team": "ml"}), deployment("trainer", ""), namespace("tools", nil), deployment("monitor", "tools")),
+			wantNamespaces: map[string]map[string]string{
+				"ml":    {"team": "ml", machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled},
+				"tools": nil,
+			},
+		},
+		"the workload opts its namespace in already": {
+			in:             intent(namespace("ml", optIn), deployment("trainer", ""), deployment("monitor", "")),
+			wantNamespaces: map[string]map[string]string{"ml": optIn},
+		},
+		"the workload opts its namespace out": {
+			in: intent(namespace("ml", map[string]string{machinegroup.LabelInjectResource: "disabled"}), deployment("trainer", ""), deployment("monitor", "")),
+			wantErr: `the workload's Namespace ml has the label machines.fleetfit.io/inject-resource="disabled", but its pods take machine types, ` +
+				`which the managed cluster's agent gives only to pods of namespaces labelled machines.fleetfit.io/inject-resource=enabled; remove the label`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, err := hpa.Resolve(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := desiredWork(tc.in, r, "cluster1", nil)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("desiredWork returned error %v, want %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotNamespaces := map[string]map[string]string{}
+			podLabels := map[string]map[string]string{}
+			for _, m := range w.Spec.Workload.Manifests {
+				u := m.Object.(*unstructured.Unstructured)
+				switch u.GetKind() {
+				case "Namespace":
+					gotNamespaces[u.GetName()] = u.GetLabels()
+				case "Deployment":
+					l, _, err := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+					if err != nil {
+						t.Fatal(err)
+					}
+					podLabels[u.GetName()] = l
+					containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+					if res, _ := containers[0].(map[string]any)["resources"].(map[string]any); u.GetName() == "trainer" && len(res) > 0 {
+						t.Errorf("the guest's container got resources from the hub: %v", res)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.wantNamespaces, gotNamespaces); diff != "" {
+				t.Errorf("Namespaces and their labels (-want,+got):\n%s", diff)
+			}
+			wantPods := map[string]map[string]string{
+				"trainer": machinegroup.GuestLabels("general-machine", "compute-xlarge", "app"),
+				"monitor": nil,
+			}
+			if diff := cmp.Diff(wantPods, podLabels); diff != "" {
+				t.Errorf("Pod template labels (-want,+got):\n%s", diff)
 			}
 		})
 	}
