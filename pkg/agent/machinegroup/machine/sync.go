@@ -43,11 +43,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		errs     []error
 		problems []problem
 	)
-	usage := make([]v1alpha1.AvailableMachine, 0, len(g.Spec.MachineTypes))
+	usage := machinegroup.AvailableMachines(g, c.podsOf(g.Name), c.opts.Namespace)
 	for i := range g.Spec.MachineTypes {
 		t := &g.Spec.MachineTypes[i]
-		u := c.usage(g.Name, t)
-		usage = append(usage, v1alpha1.AvailableMachine{Name: t.Name, Usage: u})
+		u := usage[i].Usage
 		p, err := c.syncService(ctx, desiredService(g, t, c.opts.Namespace), g)
 		errs = append(errs, err)
 		if p != nil {
@@ -69,24 +68,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return errors.Join(errs...)
 }
 
-// usage counts the guest pods of machine type t of the group, in any
-// namespace, and its reservation pods in the reservation namespace.
-func (c *Controller) usage(group string, t *v1alpha1.MachineType) v1alpha1.MachineUsage {
-	guests := c.podsOf(podKey(machinegroup.PodRoleGuest, group, t.Name), "")
-	reservations := c.podsOf(podKey(machinegroup.PodRoleReservation, group, t.Name), c.opts.Namespace)
-	return machinegroup.Usage(t.Available, guests, reservations)
-}
-
-// podsOf are the cached pods under an index key, those in namespace only
-// when it is not empty.
-func (c *Controller) podsOf(key, namespace string) []*corev1.Pod {
-	objs, err := c.pods.ByIndex(byMachineType, key)
+// podsOf are the cached guest and reservation pods of a group, in any
+// namespace: machinegroup.AvailableMachines counts reservations in the
+// controller's namespace only.
+func (c *Controller) podsOf(group string) []*corev1.Pod {
+	objs, err := c.pods.ByIndex(byMachineGroup, group)
 	if err != nil {
 		return nil
 	}
 	pods := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && (namespace == "" || p.Namespace == namespace) {
+		if p, ok := o.(*corev1.Pod); ok {
 			pods = append(pods, p)
 		}
 	}
