@@ -16,6 +16,9 @@ func objectCount(f *Fleet) int {
 	for _, nodes := range f.Nodes {
 		n += len(nodes)
 	}
+	for _, groups := range f.MachineGroups {
+		n += len(groups)
+	}
 	return n
 }
 
@@ -56,6 +59,11 @@ func streamOf(t *testing.T, f *Fleet) []byte {
 	}
 	for _, o := range f.Pods {
 		objs = append(objs, o)
+	}
+	for _, groups := range f.MachineGroups {
+		for _, o := range groups {
+			objs = append(objs, o)
+		}
 	}
 	for _, o := range objs {
 		if err := enc.Encode(o); err != nil {
