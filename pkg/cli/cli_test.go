@@ -37,10 +37,10 @@ func TestGetClustersFromFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "FEATURES", "INVENTORY"},
-		{"cluster1", "Unknown", "2/2", "14/40", "96Gi/160Gi", "A100 4/4", "AVX512F", "0s ago"},
-		{"cluster2", "Unknown", "2/2", "32/32", "128Gi/128Gi", "Tesla-T4 2/2", "AVX512F", "0s ago"},
-		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago"},
+		{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "FEATURES", "INVENTORY"},
+		{"cluster1", "Unknown", "2/2", "14/40", "96Gi/160Gi", "A100 4/4", "<none>", "AVX512F", "0s ago"},
+		{"cluster2", "Unknown", "2/2", "32/32", "128Gi/128Gi", "Tesla-T4 2/2", "<none>", "AVX512F", "0s ago"},
+		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "<none>", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago"},
 	}
 	if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
 		t.Errorf("get clusters (-want,+got):\n%s\n%s", diff, out)
@@ -117,10 +117,12 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		"simulate without a fleet": {[]string{"simulate"}, "give fleet files with -f, or --from-hub"},
-		"unknown output":           {[]string{"get", "clusters", "-f", exampleFleet, "-o", "xml"}, `unknown output format "xml"`},
-		"bad time":                 {[]string{"simulate", "-f", exampleFleet, "--at", "yesterday"}, `--at "yesterday" is not an RFC 3339 time`},
-		"missing file":             {[]string{"simulate", "-f", "no-such-file.yaml"}, "no-such-file.yaml"},
+		"simulate without a fleet":    {[]string{"simulate"}, "give fleet files with -f, or --from-hub"},
+		"unknown output":              {[]string{"get", "clusters", "-f", exampleFleet, "-o", "xml"}, `unknown output format "xml"`},
+		"machine types of no cluster": {[]string{"get", "machinetypes", "-f", exampleFleet}, "name the clusters whose machine types to list, or give -A for every cluster"},
+		"no wide machine types":       {[]string{"get", "machinetypes", "-A", "-f", exampleFleet, "-o", "wide"}, `unknown output format "wide"`},
+		"bad time":                    {[]string{"simulate", "-f", exampleFleet, "--at", "yesterday"}, `--at "yesterday" is not an RFC 3339 time`},
+		"missing file":                {[]string{"simulate", "-f", "no-such-file.yaml"}, "no-such-file.yaml"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -140,6 +142,7 @@ func TestNoKubeconfig(t *testing.T) {
 	cases := map[string][]string{
 		"get clusters":       {"get", "clusters"},
 		"get placements":     {"get", "placements", "-A"},
+		"get machinetypes":   {"get", "machinetypes", "-A"},
 		"explain placement":  {"explain", "placement", "p", "-n", "ml"},
 		"simulate from hub":  {"simulate", "--from-hub"},
 		"an empty --context": {"get", "clusters", "--context", "hub"},
