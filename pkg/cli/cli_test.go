@@ -38,12 +38,29 @@ func TestGetClustersFromFile(t *testing.T) {
 	}
 	want := [][]string{
 		{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "FEATURES", "INVENTORY"},
-		{"cluster1", "Unknown", "2/2", "14/40", "96Gi/160Gi", "A100 4/4", "<none>", "AVX512F", "0s ago"},
-		{"cluster2", "Unknown", "2/2", "32/32", "128Gi/128Gi", "Tesla-T4 2/2", "<none>", "AVX512F", "0s ago"},
+		{"cluster1", "Unknown", "4/4", "14/120", "96Gi/416Gi", "A100 4/4, NVIDIA-GeForce-RTX-3090 0/4", "compute-xlarge 2/2", "AVX512F", "0s ago"},
+		{"cluster2", "Unknown", "4/4", "32/112", "128Gi/384Gi", "NVIDIA-GeForce-RTX-3090 0/4, Tesla-T4 2/2", "compute-xlarge 1/2", "AVX512F", "0s ago"},
 		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "<none>", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago"},
 	}
 	if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
 		t.Errorf("get clusters (-want,+got):\n%s\n%s", diff, out)
+	}
+}
+
+// TestGetMachineTypesFromFile: the example fleet's machine groups, their usage counted from
+// its reservation and guest pods.
+func TestGetMachineTypesFromFile(t *testing.T) {
+	out, err := run(t, "get", "machinetypes", "-A", "-f", exampleFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"CLUSTER", "GROUP", "TYPE", "CPU", "MEMORY", "GPU", "MAXIMUM", "RESERVED", "USED", "WAITING", "READY"},
+		{"cluster1", "general-machine", "compute-xlarge", "40", "128Gi", "2 nvidia.com/gpu NVIDIA-GeForce-RTX-3090", "2", "2", "0", "0", "true"},
+		{"cluster2", "general-machine", "compute-xlarge", "40", "128Gi", "2 nvidia.com/gpu NVIDIA-GeForce-RTX-3090", "2", "1", "1", "0", "true"},
+	}
+	if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
+		t.Errorf("get machinetypes (-want,+got):\n%s\n%s", diff, out)
 	}
 }
 

@@ -224,10 +224,16 @@ func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructure
 		return nil
 	}
 	scope := u.GetNamespace()
-	if gvk.Kind == "MachineGroup" {
+	switch cluster := clusterOf(u); {
+	case gvk.Kind == "MachineGroup":
 		// Each managed cluster has MachineGroups of its own, often of the same names.
-		scope = clusterOf(u)
-		what = fmt.Sprintf("%s %q of cluster %q", gvk.Kind, u.GetName(), scope)
+		scope = cluster
+		what = fmt.Sprintf("%s %q of cluster %q", gvk.Kind, u.GetName(), cluster)
+	case gvk.Kind == "Pod" && cluster != "":
+		// So do marked Pods, such as the reservation pods of a group of each cluster;
+		// BuildInventories checks the pods of each cluster once it knows them all.
+		scope = podScope(cluster, u.GetNamespace())
+		what = fmt.Sprintf("%s %q of cluster %q", gvk.Kind, u.GetNamespace()+"/"+u.GetName(), cluster)
 	}
 	if err := f.remember(gvk.Kind, scope, u.GetName(), what, at); err != nil {
 		return err
@@ -245,6 +251,9 @@ func clusterOf(u *unstructured.Unstructured) string {
 	}
 	return u.GetAnnotations()[ClusterLabel]
 }
+
+// podScope is what a Pod marked for cluster is remembered under, beside its name.
+func podScope(cluster, namespace string) string { return cluster + ":" + namespace }
 
 // remember records where an object was read, or says that it was read before, and where.
 func (f *Fleet) remember(kind, namespace, name, what string, at place) error {

@@ -187,11 +187,20 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		builders[name] = b
 	}
 	podsOf := map[string][]*corev1.Pod{}
+	podAt := map[string]string{}
 	for _, p := range f.Pods {
 		cluster, err := f.clusterOfPod(p, nodeCluster, hasInventory)
 		if err != nil {
 			return err
 		}
+		// Pods of different clusters may share a name; pods of one cluster may not, however
+		// the files say where they are.
+		key := cluster + "/" + p.Namespace + "/" + p.Name
+		if before, dup := podAt[key]; dup {
+			return fmt.Errorf("Pod %q of cluster %q appears twice:%s and%s; give each pod a name of its own, or remove one",
+				p.Namespace+"/"+p.Name, cluster, before, f.wherePod(p))
+		}
+		podAt[key] = f.wherePod(p)
 		builders[cluster].UpsertPod(p)
 		podsOf[cluster] = append(podsOf[cluster], p)
 	}
@@ -264,7 +273,7 @@ func reportMachineGroups(groups []*fleetfitv1alpha1.MachineGroup, pods []*corev1
 // bound to, which its mark, when it has one, must agree with. A pod that would be counted on
 // no node is an error, never a pod silently left out: its node would look free.
 func (f *Fleet) clusterOfPod(p *corev1.Pod, nodeCluster map[string]string, hasInventory map[string]bool) (string, error) {
-	what := fmt.Sprintf("Pod %q%s", p.Namespace+"/"+p.Name, f.where("Pod", p.Namespace, p.Name))
+	what := fmt.Sprintf("Pod %q%s", p.Namespace+"/"+p.Name, f.wherePod(p))
 	marked := marker(&p.ObjectMeta)
 	bound, onNode := nodeCluster[p.Spec.NodeName]
 	switch {
@@ -287,6 +296,14 @@ func (f *Fleet) clusterOfPod(p *corev1.Pod, nodeCluster map[string]string, hasIn
 	default:
 		return "", fmt.Errorf("%s belongs to no cluster of the files: mark it %s=<cluster> or bind it (spec.nodeName) to one of the files' nodes", what, ClusterLabel)
 	}
+}
+
+// wherePod says where a pod was read, as where does.
+func (f *Fleet) wherePod(p *corev1.Pod) string {
+	if c := marker(&p.ObjectMeta); c != "" {
+		return f.where("Pod", podScope(c, p.Namespace), p.Name)
+	}
+	return f.where("Pod", p.Namespace, p.Name)
 }
 
 func nodeClusterHas(nodeCluster map[string]string, cluster string) bool {

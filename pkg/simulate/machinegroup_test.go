@@ -148,16 +148,19 @@ func TestMachineGroupsOfAFile(t *testing.T) {
 	}
 }
 
-// TestMachineGroupsOfTwoClusters: two clusters may each have a group of the same name.
+// TestMachineGroupsOfTwoClusters: two clusters may each have a group of the same name, and
+// marked reservation pods of the same name.
 func TestMachineGroupsOfTwoClusters(t *testing.T) {
 	f := fleetOf(t, cluster("c1"), cluster("c2"), cpuNode("c1", "xl-0"), cpuNode("c2", "xl-9"),
 		machineGroup("c1", "general-machine", ""), machineGroup("c2", "general-machine", ""),
-		machinePod("c2", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "xl-9"))
+		machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", ""),
+		machinePod("c2", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "xl-9"),
+		machinePod("c2", "fleetfit-agent", "r-1", "reservation", "compute-xlarge", "xl-9"))
 	got := map[string]int32{}
 	for _, inv := range f.Inventories {
 		got[inv.Namespace] = inv.Status.MachineGroups[0].MachineTypes[0].Usage.Reserved
 	}
-	if diff := cmp.Diff(map[string]int32{"c1": 0, "c2": 1}, got); diff != "" {
+	if diff := cmp.Diff(map[string]int32{"c1": 0, "c2": 2}, got); diff != "" {
 		t.Errorf("compute-xlarge reserved by cluster (-want,+got):\n%s", diff)
 	}
 }
@@ -196,6 +199,18 @@ metadata: {name: c1, namespace: c1}`
 		"of a cluster given by its inventory": {
 			docs: []string{cluster("c1"), inv, machineGroup("c1", "general-machine", "")},
 			want: `MachineGroup "general-machine" (fleet.yaml, document 3) is marked fleetfit.io/cluster=c1, a cluster given by its ClusterInventory, which reports its machine groups itself (status.machineGroups): remove the group, or give the cluster's Nodes instead of its inventory`,
+		},
+		"a pod twice in one cluster, once marked and once bound to its node": {
+			docs: []string{cluster("c1"), cpuNode("c1", "xl-0"),
+				machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", ""),
+				strings.Replace(machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "xl-0"), "fleetfit.io/cluster: c1", "fleetfit.io/other: c1", 1)},
+			want: `Pod "fleetfit-agent/r-0" of cluster "c1" appears twice: (fleet.yaml, document 3) and (fleet.yaml, document 4); give each pod a name of its own, or remove one`,
+		},
+		"a marked pod twice": {
+			docs: []string{cluster("c1"), cpuNode("c1", "xl-0"),
+				machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", ""),
+				machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "xl-0")},
+			want: `Pod "fleetfit-agent/r-0" of cluster "c1" appears twice: in fleet.yaml, document 3 and in fleet.yaml, document 4; give each object a name of its own, or remove one`,
 		},
 		"of a cluster without nodes": {
 			docs: []string{cluster("c1"), machineGroup("c1", "general-machine", "")},
