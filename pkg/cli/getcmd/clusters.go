@@ -74,7 +74,7 @@ it has, and gets no new ones until its agent reports again.`,
 		},
 	}
 	o.Output = output.AddFlags(c, output.Table, output.Wide, output.YAML, output.JSON)
-	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see `fleetfit simulate --help`)")
+	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see fleetfit simulate --help)")
 	return c
 }
 

@@ -75,7 +75,7 @@ Name clusters, or list every cluster's machine types with -A.`,
 	}
 	o.Output = output.AddFlags(c, output.Table, output.YAML, output.JSON)
 	c.Flags().BoolVarP(&o.AllClusters, "all-clusters", "A", false, "list the machine types of every cluster")
-	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see `fleetfit simulate --help`)")
+	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see fleetfit simulate --help)")
 	return c
 }
 
