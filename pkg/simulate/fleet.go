@@ -220,8 +220,8 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 }
 
 // checkMachineGroups checks that every machine group belongs to a cluster of the fleet given
-// by its Nodes (a ClusterInventory reports its groups itself) and that a cluster's groups
-// have names of their own.
+// by its Nodes (a ClusterInventory reports its groups itself) and that the nodes of its pool
+// are Nodes of that cluster: a group is reported ready, which it could not be without them.
 func (f *Fleet) checkMachineGroups(clusters, hasInventory map[string]bool) error {
 	names := make([]string, 0, len(f.MachineGroups))
 	for name := range f.MachineGroups {
@@ -239,6 +239,18 @@ func (f *Fleet) checkMachineGroups(clusters, hasInventory map[string]bool) error
 				what, ClusterLabel, name)
 		case len(f.Nodes[name]) == 0:
 			return fmt.Errorf("%s is marked %s=%s, but the files have no Node of cluster %s: add its Nodes", what, ClusterLabel, name, name)
+		}
+		nodes := map[string]bool{}
+		for _, n := range f.Nodes[name] {
+			nodes[n.Name] = true
+		}
+		for _, g := range f.MachineGroups[name] {
+			for i, p := range g.Spec.NodePools {
+				if !nodes[p.Name] {
+					return fmt.Errorf("MachineGroup %q%s: spec.nodePools[%d] names node %q, which is no Node of cluster %s in the files: add the node, marked %s=%s, or fix the entry",
+						g.Name, f.where("MachineGroup", name, g.Name), i, p.Name, name, ClusterLabel, name)
+				}
+			}
 		}
 	}
 	return nil

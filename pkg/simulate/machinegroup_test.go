@@ -13,8 +13,8 @@ import (
 )
 
 // machineGroup is a MachineGroup of cluster with compute-xlarge (available 2, 2 GPUs of the
-// default type) and compute-medium (available 1) on nodes xl-0, xl-1 and m-0; status, when
-// not empty, is its status.
+// default type) and compute-medium (available 1) on the cluster's nodes <cluster>-xl-0,
+// <cluster>-xl-1 and <cluster>-m-0 (poolNodes); status, when not empty, is its status.
 func machineGroup(cluster, name, status string) string {
 	doc := `
 apiVersion: fleetfit.io/v1alpha1
@@ -24,9 +24,9 @@ metadata:
   labels: {fleetfit.io/cluster: ` + cluster + `}
 spec:
   nodePools:
-  - {name: xl-0, machineType: [{name: compute-xlarge}]}
-  - {name: xl-1, machineType: [{name: compute-xlarge}]}
-  - {name: m-0, machineType: [{name: compute-medium}]}
+  - {name: ` + cluster + `-xl-0, machineType: [{name: compute-xlarge}]}
+  - {name: ` + cluster + `-xl-1, machineType: [{name: compute-xlarge}]}
+  - {name: ` + cluster + `-m-0, machineType: [{name: compute-medium}]}
   machineTypes:
   - name: compute-xlarge
     spec: {cpu: "40", memory: 128Gi, gpu: {num: 2, product: NVIDIA-GeForce-RTX-3090}}
@@ -62,6 +62,11 @@ spec:
 	return doc + "\n  nodeName: " + node + "\nstatus: {phase: Running}"
 }
 
+// poolNodes are the nodes of machineGroup's pool.
+func poolNodes(cluster string) []string {
+	return []string{cpuNode(cluster, cluster+"-xl-0"), cpuNode(cluster, cluster+"-xl-1"), cpuNode(cluster, cluster+"-m-0")}
+}
+
 func cpuNode(cluster, name string) string {
 	return `
 apiVersion: v1
@@ -82,7 +87,7 @@ func TestMachineGroupsOfAFile(t *testing.T) {
 		GPU: &fleetfitv1alpha1.MachineGPU{Type: "nvidia.com/gpu", Num: 2, Product: "NVIDIA-GeForce-RTX-3090"},
 	}
 	medium := fleetfitv1alpha1.MachineTypeSpec{CPU: resource.MustParse("4"), Memory: resource.MustParse("16Gi")}
-	nodes := []string{cluster("c1"), cpuNode("c1", "xl-0"), cpuNode("c1", "xl-1"), cpuNode("c1", "m-0")}
+	nodes := append([]string{cluster("c1")}, poolNodes("c1")...)
 	cases := map[string]struct {
 		docs []string
 		want []fleetfitv1alpha1.ReportedMachineGroup
@@ -97,9 +102,9 @@ func TestMachineGroupsOfAFile(t *testing.T) {
 		"reservations running and pending, a guest running and one waiting": {
 			docs: []string{
 				machineGroup("c1", "general-machine", ""),
-				machinePod("c1", "fleetfit-agent", "compute-xlarge-general-machine-0", "reservation", "compute-xlarge", "xl-0"),
+				machinePod("c1", "fleetfit-agent", "compute-xlarge-general-machine-0", "reservation", "compute-xlarge", "c1-xl-0"),
 				machinePod("c1", "fleetfit-agent", "compute-xlarge-general-machine-1", "reservation", "compute-xlarge", ""),
-				machinePod("c1", "team-a", "web-1", "guest", "compute-xlarge", "xl-1"),
+				machinePod("c1", "team-a", "web-1", "guest", "compute-xlarge", "c1-xl-1"),
 				machinePod("c1", "team-a", "web-2", "guest", "compute-medium", ""),
 			},
 			want: []fleetfitv1alpha1.ReportedMachineGroup{{Name: "general-machine", Ready: true, MachineTypes: []fleetfitv1alpha1.ReportedMachineType{
@@ -121,7 +126,7 @@ func TestMachineGroupsOfAFile(t *testing.T) {
 			docs: []string{
 				machineGroup("c1", "general-machine", ""),
 				machineGroup("c1", "batch", ""),
-				machinePod("c1", "fleetfit-agent", "compute-medium-general-machine-0", "reservation", "compute-medium", "m-0"),
+				machinePod("c1", "fleetfit-agent", "compute-medium-general-machine-0", "reservation", "compute-medium", "c1-m-0"),
 			},
 			want: []fleetfitv1alpha1.ReportedMachineGroup{
 				{Name: "batch", Ready: true, MachineTypes: []fleetfitv1alpha1.ReportedMachineType{
@@ -151,11 +156,13 @@ func TestMachineGroupsOfAFile(t *testing.T) {
 // TestMachineGroupsOfTwoClusters: two clusters may each have a group of the same name, and
 // marked reservation pods of the same name.
 func TestMachineGroupsOfTwoClusters(t *testing.T) {
-	f := fleetOf(t, cluster("c1"), cluster("c2"), cpuNode("c1", "xl-0"), cpuNode("c2", "xl-9"),
+	docs := append([]string{cluster("c1"), cluster("c2")}, poolNodes("c1")...)
+	docs = append(docs, poolNodes("c2")...)
+	f := fleetOf(t, append(docs,
 		machineGroup("c1", "general-machine", ""), machineGroup("c2", "general-machine", ""),
 		machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", ""),
-		machinePod("c2", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "xl-9"),
-		machinePod("c2", "fleetfit-agent", "r-1", "reservation", "compute-xlarge", "xl-9"))
+		machinePod("c2", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "c2-xl-0"),
+		machinePod("c2", "fleetfit-agent", "r-1", "reservation", "compute-xlarge", "c2-xl-1"))...)
 	got := map[string]int32{}
 	for _, inv := range f.Inventories {
 		got[inv.Namespace] = inv.Status.MachineGroups[0].MachineTypes[0].Usage.Reserved
@@ -177,7 +184,7 @@ metadata: {name: c1, namespace: c1}`
 		want string
 	}{
 		"a node pool entry of an undefined machine type (CEL)": {
-			docs: []string{cluster("c1"), strings.Replace(machineGroup("c1", "general-machine", ""), "{name: m-0, machineType: [{name: compute-medium}]}", "{name: m-0, machineType: [{name: compute-tiny}]}", 1)},
+			docs: []string{cluster("c1"), strings.Replace(machineGroup("c1", "general-machine", ""), "{name: c1-m-0, machineType: [{name: compute-medium}]}", "{name: c1-m-0, machineType: [{name: compute-tiny}]}", 1)},
 			want: `fleet.yaml, document 2: MachineGroup "general-machine" is invalid (the cluster's API server would refuse it): spec.nodePools: Invalid value: machine type compute-tiny of a node pool entry is not defined in machineTypes; define it there or fix the entry`,
 		},
 		"a negative available (schema)": {
@@ -211,6 +218,10 @@ metadata: {name: c1, namespace: c1}`
 				machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", ""),
 				machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "xl-0")},
 			want: `Pod "fleetfit-agent/r-0" of cluster "c1" appears twice: in fleet.yaml, document 3 and in fleet.yaml, document 4; give each object a name of its own, or remove one`,
+		},
+		"a pool node that is not in the files": {
+			docs: append(append([]string{cluster("c1")}, poolNodes("c1")[:2]...), machineGroup("c1", "general-machine", "")),
+			want: `MachineGroup "general-machine" (fleet.yaml, document 4): spec.nodePools[2] names node "c1-m-0", which is no Node of cluster c1 in the files: add the node, marked fleetfit.io/cluster=c1, or fix the entry`,
 		},
 		"of a cluster without nodes": {
 			docs: []string{cluster("c1"), machineGroup("c1", "general-machine", "")},
