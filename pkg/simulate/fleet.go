@@ -1,6 +1,7 @@
 // Package simulate schedules Placements and HPAIntents offline, with the hub's own scheduler,
 // against a fleet held in memory: read from a fleet file (the objects the hub holds, or plain
-// Nodes and Pods turned into inventories by the agent's code) or listed from a live hub.
+// Nodes, Pods and MachineGroups turned into inventories by the agent's code) or listed from a
+// live hub.
 // Nothing is written anywhere: a fleet file is a complete, portable scheduling test case.
 package simulate
 
