@@ -3,6 +3,7 @@ package simulate
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode"
 
@@ -78,6 +79,8 @@ func streamOf(t *testing.T, f *Fleet) []byte {
 // one is told so in a message without control characters (never the raw bytes of the input).
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(cluster("c1") + "\n---\n" + gpuNode("c1", "n1", "8", "1")))
+	f.Add([]byte(strings.Join(append(poolNodes("c1"), machineGroup("c1", "general-machine", ""),
+		machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "c1-xl-0")), "\n---\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fleet := &Fleet{}
 		if err := fleet.Decode(t.Context(), bytes.NewReader(data), "fuzz.yaml"); err != nil {
