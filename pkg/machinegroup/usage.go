@@ -18,39 +18,37 @@ func MachineOf(p *corev1.Pod) (role, group, machineType string, ok bool) {
 	return role, group, machineType, true
 }
 
+// PodsOfType returns the pods of one role (PodRoleGuest or PodRoleReservation)
+// and machine type of a group.
+type PodsOfType func(role, machineType string) []*corev1.Pod
+
 // AvailableMachines is a group's status.availableMachines: the Usage of each
-// of its machine types, in spec order, counted from pods — its guests in any
-// namespace, its reservations in reservationNamespace only (where the agent
-// creates them; in any namespace when it is empty). Pods of other groups and
-// of types the group does not have are ignored. pods are not modified.
-func AvailableMachines(g *v1alpha1.MachineGroup, pods []*corev1.Pod, reservationNamespace string) []v1alpha1.AvailableMachine {
-	type podsOfType struct{ guests, reservations []*corev1.Pod }
-	byType := map[string]*podsOfType{}
-	for _, p := range pods {
-		role, group, typ, ok := MachineOf(p)
-		if !ok || group != g.Name {
-			continue
-		}
-		of := byType[typ]
-		if of == nil {
-			of = &podsOfType{}
-			byType[typ] = of
-		}
-		switch {
-		case role == PodRoleGuest:
-			of.guests = append(of.guests, p)
-		case reservationNamespace == "" || p.Namespace == reservationNamespace:
-			of.reservations = append(of.reservations, p)
-		}
-	}
+// of its machine types, in spec order, counted from the guests and
+// reservations podsOf returns for it. The machine controller passes the pods
+// its cache indexes; PodsOf serves a plain list.
+func AvailableMachines(g *v1alpha1.MachineGroup, podsOf PodsOfType) []v1alpha1.AvailableMachine {
 	available := make([]v1alpha1.AvailableMachine, 0, len(g.Spec.MachineTypes))
 	for i := range g.Spec.MachineTypes {
 		t := &g.Spec.MachineTypes[i]
-		of := byType[t.Name]
-		if of == nil {
-			of = &podsOfType{}
-		}
-		available = append(available, v1alpha1.AvailableMachine{Name: t.Name, Usage: Usage(t.Available, of.guests, of.reservations)})
+		u := Usage(t.Available, podsOf(PodRoleGuest, t.Name), podsOf(PodRoleReservation, t.Name))
+		available = append(available, v1alpha1.AvailableMachine{Name: t.Name, Usage: u})
 	}
 	return available
+}
+
+// PodsOf sorts pods by role and machine type for AvailableMachines: the guests
+// of group in any namespace, and its reservations in reservationNamespace only
+// (where the agent creates them; in any namespace when it is empty). Pods of
+// other groups are left out. pods are not modified.
+func PodsOf(pods []*corev1.Pod, group, reservationNamespace string) PodsOfType {
+	type key struct{ role, machineType string }
+	byKey := map[key][]*corev1.Pod{}
+	for _, p := range pods {
+		role, g, typ, ok := MachineOf(p)
+		if !ok || g != group || (role == PodRoleReservation && reservationNamespace != "" && p.Namespace != reservationNamespace) {
+			continue
+		}
+		byKey[key{role, typ}] = append(byKey[key{role, typ}], p)
+	}
+	return func(role, machineType string) []*corev1.Pod { return byKey[key{role, machineType}] }
 }

@@ -16,6 +16,7 @@ func labelled(namespace, state string, labels map[string]string) *corev1.Pod {
 	return p
 }
 
+// TestAvailableMachines counts a group's usage from a list of pods, as PodsOf sorts them.
 func TestAvailableMachines(t *testing.T) {
 	g := &v1alpha1.MachineGroup{Spec: v1alpha1.MachineGroupSpec{MachineTypes: []v1alpha1.MachineType{
 		{Name: "compute-xlarge", Available: 2}, {Name: "compute-medium", Available: 3},
@@ -72,7 +73,7 @@ func TestAvailableMachines(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := AvailableMachines(g, tc.pods, tc.reservationNamespace)
+			got := AvailableMachines(g, PodsOf(tc.pods, g.Name, tc.reservationNamespace))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("AvailableMachines (-want,+got):\n%s", diff)
 			}

@@ -271,7 +271,7 @@ func reportMachineGroups(groups []*fleetfitv1alpha1.MachineGroup, pods []*corev1
 	observed := make([]*fleetfitv1alpha1.MachineGroup, 0, len(groups))
 	for _, g := range groups {
 		g = g.DeepCopy()
-		g.Status.AvailableMachines = machinegroup.AvailableMachines(g, pods, "")
+		g.Status.AvailableMachines = machinegroup.AvailableMachines(g, machinegroup.PodsOf(pods, g.Name, ""))
 		if meta.FindStatusCondition(g.Status.Conditions, machinegroup.ConditionReady) == nil {
 			meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{
 				Type: machinegroup.ConditionReady, Status: metav1.ConditionTrue, Reason: "FleetFile",

@@ -57,8 +57,8 @@ const (
 	// byNode indexes MachineGroups by the names of their pool nodes, so that a
 	// node's allocatable reaches the groups whose fit check reads it.
 	byNode = "fleetfit.io/machinegroup-node"
-	// byMachineGroup indexes guest and reservation pods by their group.
-	byMachineGroup = "fleetfit.io/machinegroup-pods"
+	// byMachineType indexes guest and reservation pods by podKey.
+	byMachineType = "fleetfit.io/machinegroup-type"
 )
 
 // Options configure the controller; zero values take the defaults.
@@ -137,7 +137,7 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 	// Indexers and transforms must be set before the informers start, which
 	// only Run does, so these cannot fail.
 	utilMust(gi.Informer().AddIndexers(toolscache.Indexers{byNode: nodeIndex}))
-	utilMust(podi.Informer().AddIndexers(toolscache.Indexers{byMachineGroup: podIndex}))
+	utilMust(podi.Informer().AddIndexers(toolscache.Indexers{byMachineType: podIndex}))
 	for _, inf := range []toolscache.SharedIndexInformer{podi.Informer(), ni.Informer(), si.Informer(), vi.Informer()} {
 		utilMust(inf.SetTransform(strip))
 	}
@@ -315,14 +315,20 @@ func nodeIndex(obj any) ([]string, error) {
 	return names, nil
 }
 
-// podIndex is the byMachineGroup index: a guest or reservation pod by its group.
+// podKey is the byMachineType key of the pods of one role, group and machine type.
+func podKey(role, group, machineType string) string {
+	return role + "/" + group + "/" + machineType
+}
+
+// podIndex is the byMachineType index: a guest or reservation pod by its
+// role, group and machine type.
 func podIndex(obj any) ([]string, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil, nil
 	}
-	if _, group, _, ok := machinegroup.MachineOf(p); ok {
-		return []string{group}, nil
+	if role, group, machineType, ok := machinegroup.MachineOf(p); ok {
+		return []string{podKey(role, group, machineType)}, nil
 	}
 	return nil, nil
 }

@@ -43,7 +43,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		errs     []error
 		problems []problem
 	)
-	usage := machinegroup.AvailableMachines(g, c.podsOf(g.Name), c.opts.Namespace)
+	usage := machinegroup.AvailableMachines(g, c.podsOfType(g.Name))
 	for i := range g.Spec.MachineTypes {
 		t := &g.Spec.MachineTypes[i]
 		u := usage[i].Usage
@@ -68,17 +68,30 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return errors.Join(errs...)
 }
 
-// podsOf are the cached guest and reservation pods of a group, in any
-// namespace: machinegroup.AvailableMachines counts reservations in the
-// controller's namespace only.
-func (c *Controller) podsOf(group string) []*corev1.Pod {
-	objs, err := c.pods.ByIndex(byMachineGroup, group)
+// podsOfType serves the cached guests of a group's machine types, in any
+// namespace, and their reservations in the controller's namespace, from the
+// index: classifying every pod of a large group on each sync would cost more
+// than the rest of the sync.
+func (c *Controller) podsOfType(group string) machinegroup.PodsOfType {
+	return func(role, machineType string) []*corev1.Pod {
+		namespace := ""
+		if role == machinegroup.PodRoleReservation {
+			namespace = c.opts.Namespace
+		}
+		return c.podsOf(podKey(role, group, machineType), namespace)
+	}
+}
+
+// podsOf are the cached pods under an index key, those in namespace only
+// when it is not empty.
+func (c *Controller) podsOf(key, namespace string) []*corev1.Pod {
+	objs, err := c.pods.ByIndex(byMachineType, key)
 	if err != nil {
 		return nil
 	}
 	pods := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
+		if p, ok := o.(*corev1.Pod); ok && (namespace == "" || p.Namespace == namespace) {
 			pods = append(pods, p)
 		}
 	}
