@@ -37,13 +37,30 @@ func TestGetClustersFromFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "FEATURES", "INVENTORY"},
-		{"cluster1", "Unknown", "2/2", "14/40", "96Gi/160Gi", "A100 4/4", "AVX512F", "0s ago"},
-		{"cluster2", "Unknown", "2/2", "32/32", "128Gi/128Gi", "Tesla-T4 2/2", "AVX512F", "0s ago"},
-		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago"},
+		{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "FEATURES", "INVENTORY"},
+		{"cluster1", "Unknown", "4/4", "14/120", "96Gi/416Gi", "A100 4/4, NVIDIA-GeForce-RTX-3090 0/4", "compute-xlarge 2/2", "AVX512F", "0s ago"},
+		{"cluster2", "Unknown", "4/4", "32/112", "128Gi/384Gi", "NVIDIA-GeForce-RTX-3090 0/4, Tesla-T4 2/2", "compute-xlarge 1/2", "AVX512F", "0s ago"},
+		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "<none>", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago"},
 	}
 	if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
 		t.Errorf("get clusters (-want,+got):\n%s\n%s", diff, out)
+	}
+}
+
+// TestGetMachineTypesFromFile: the example fleet's machine groups, their usage counted from
+// its reservation and guest pods.
+func TestGetMachineTypesFromFile(t *testing.T) {
+	out, err := run(t, "get", "machinetypes", "-A", "-f", exampleFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"CLUSTER", "GROUP", "TYPE", "CPU", "MEMORY", "GPU", "MAXIMUM", "RESERVED", "USED", "WAITING", "READY"},
+		{"cluster1", "general-machine", "compute-xlarge", "40", "128Gi", "2 nvidia.com/gpu NVIDIA-GeForce-RTX-3090", "2", "2", "0", "0", "true"},
+		{"cluster2", "general-machine", "compute-xlarge", "40", "128Gi", "2 nvidia.com/gpu NVIDIA-GeForce-RTX-3090", "2", "1", "1", "0", "true"},
+	}
+	if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
+		t.Errorf("get machinetypes (-want,+got):\n%s\n%s", diff, out)
 	}
 }
 
@@ -117,10 +134,12 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		"simulate without a fleet": {[]string{"simulate"}, "give fleet files with -f, or --from-hub"},
-		"unknown output":           {[]string{"get", "clusters", "-f", exampleFleet, "-o", "xml"}, `unknown output format "xml"`},
-		"bad time":                 {[]string{"simulate", "-f", exampleFleet, "--at", "yesterday"}, `--at "yesterday" is not an RFC 3339 time`},
-		"missing file":             {[]string{"simulate", "-f", "no-such-file.yaml"}, "no-such-file.yaml"},
+		"simulate without a fleet":    {[]string{"simulate"}, "give fleet files with -f, or --from-hub"},
+		"unknown output":              {[]string{"get", "clusters", "-f", exampleFleet, "-o", "xml"}, `unknown output format "xml"`},
+		"machine types of no cluster": {[]string{"get", "machinetypes", "-f", exampleFleet}, "name the clusters whose machine types to list, or give -A for every cluster"},
+		"no wide machine types":       {[]string{"get", "machinetypes", "-A", "-f", exampleFleet, "-o", "wide"}, `unknown output format "wide"`},
+		"bad time":                    {[]string{"simulate", "-f", exampleFleet, "--at", "yesterday"}, `--at "yesterday" is not an RFC 3339 time`},
+		"missing file":                {[]string{"simulate", "-f", "no-such-file.yaml"}, "no-such-file.yaml"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -140,6 +159,7 @@ func TestNoKubeconfig(t *testing.T) {
 	cases := map[string][]string{
 		"get clusters":       {"get", "clusters"},
 		"get placements":     {"get", "placements", "-A"},
+		"get machinetypes":   {"get", "machinetypes", "-A"},
 		"explain placement":  {"explain", "placement", "p", "-n", "ml"},
 		"simulate from hub":  {"simulate", "--from-hub"},
 		"an empty --context": {"get", "clusters", "--context", "hub"},

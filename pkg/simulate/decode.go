@@ -51,12 +51,13 @@ var fleetKinds = map[string]fleetKind{
 	"HPAIntent":                {fleetfitv1alpha1.SchemeGroupVersion, true},
 	"Node":                     {corev1.SchemeGroupVersion, false},
 	"Pod":                      {corev1.SchemeGroupVersion, true},
+	"MachineGroup":             {fleetfitv1alpha1.SchemeGroupVersion, false},
 	"Namespace":                {corev1.SchemeGroupVersion, false},
 }
 
 // supportedKinds is what an error about an unknown kind lists.
 const supportedKinds = "ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding, AddOnPlacementScore, ClusterInventory, " +
-	"Placement, PlacementDecision, HPAIntent, Node, Pod (Namespaces are ignored; a List may hold any of them)"
+	"Placement, PlacementDecision, HPAIntent, Node, Pod, MachineGroup (Namespaces are ignored; a List may hold any of them)"
 
 // maxErrors is how many problems of one object a message lists.
 const maxErrors = 10
@@ -171,8 +172,8 @@ func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructure
 		what = fmt.Sprintf("%s %q", gvk.Kind, u.GetNamespace()+"/"+u.GetName())
 	}
 	server := "the hub's API server"
-	if gvk.Group == "" {
-		server = "the cluster's API server" // Nodes and Pods live in the managed clusters
+	if gvk.Group == "" || gvk.Kind == "MachineGroup" {
+		server = "the cluster's API server" // Nodes, Pods and MachineGroups live in the managed clusters
 	}
 	invalid := func(errs field.ErrorList) error {
 		return fmt.Errorf("%s: %s is invalid (%s would refuse it): %s", at, what, server, fieldErrors(errs))
@@ -183,9 +184,9 @@ func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructure
 	if errs := longExponents(u.Object); len(errs) > 0 {
 		return invalid(errs)
 	}
-	s, err := hubSchemas.lookup(gvk)
+	s, err := crds.lookup(gvk)
 	if err != nil {
-		return fmt.Errorf("loading the hub's CRDs: %w", err)
+		return fmt.Errorf("loading the CRDs: %w", err)
 	}
 	if s != nil {
 		if errs := s.defaultAndValidate(ctx, u); len(errs) > 0 {
@@ -222,7 +223,19 @@ func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructure
 	case *corev1.Namespace:
 		return nil
 	}
-	if err := f.remember(gvk.Kind, u.GetNamespace(), u.GetName(), what, at); err != nil {
+	scope := u.GetNamespace()
+	switch cluster := clusterOf(u); {
+	case gvk.Kind == "MachineGroup":
+		// Each managed cluster has MachineGroups of its own, often of the same names.
+		scope = cluster
+		what = fmt.Sprintf("%s %q of cluster %q", gvk.Kind, u.GetName(), cluster)
+	case gvk.Kind == "Pod" && cluster != "":
+		// So do marked Pods, such as the reservation pods of a group of each cluster;
+		// BuildInventories checks the pods of each cluster once it knows them all.
+		scope = podScope(cluster, u.GetNamespace())
+		what = fmt.Sprintf("%s %q of cluster %q", gvk.Kind, u.GetNamespace()+"/"+u.GetName(), cluster)
+	}
+	if err := f.remember(gvk.Kind, scope, u.GetName(), what, at); err != nil {
 		return err
 	}
 	if err := f.Add(obj); err != nil {
@@ -230,6 +243,17 @@ func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructure
 	}
 	return nil
 }
+
+// clusterOf is the cluster an object is marked with, as marker reads it.
+func clusterOf(u *unstructured.Unstructured) string {
+	if c := u.GetLabels()[ClusterLabel]; c != "" {
+		return c
+	}
+	return u.GetAnnotations()[ClusterLabel]
+}
+
+// podScope is what a Pod marked for cluster is remembered under, beside its name.
+func podScope(cluster, namespace string) string { return cluster + ":" + namespace }
 
 // remember records where an object was read, or says that it was read before, and where.
 func (f *Fleet) remember(kind, namespace, name, what string, at place) error {

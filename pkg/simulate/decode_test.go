@@ -38,6 +38,11 @@ func objectsOf(f *Fleet) []string {
 	for _, p := range f.Pods {
 		out = append(out, "Pod "+p.Namespace+"/"+p.Name)
 	}
+	for cluster, groups := range f.MachineGroups {
+		for _, g := range groups {
+			out = append(out, "MachineGroup "+cluster+"/"+g.Name)
+		}
+	}
 	slices.Sort(out)
 	if out == nil {
 		out = []string{}

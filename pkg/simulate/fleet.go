@@ -1,6 +1,7 @@
 // Package simulate schedules Placements and HPAIntents offline, with the hub's own scheduler,
 // against a fleet held in memory: read from a fleet file (the objects the hub holds, or plain
-// Nodes and Pods turned into inventories by the agent's code) or listed from a live hub.
+// Nodes, Pods and MachineGroups turned into inventories by the agent's code) or listed from a
+// live hub.
 // Nothing is written anywhere: a fleet file is a complete, portable scheduling test case.
 package simulate
 
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -21,11 +23,13 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/labelkeys"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 )
 
-// ClusterLabel (or an annotation of the same key) marks a Node or a Pod in a fleet file with
-// the managed cluster it belongs to. A Pod without it belongs to the cluster of its node.
+// ClusterLabel (or an annotation of the same key) marks a Node, a Pod or a MachineGroup in a
+// fleet file with the managed cluster it belongs to. A Pod without it belongs to the cluster
+// of its node.
 const ClusterLabel = "fleetfit.io/cluster"
 
 // Fleet is what the hub's scheduler reads: clusters, cluster sets and bindings, add-on scores,
@@ -37,9 +41,11 @@ type Fleet struct {
 	Placements []*clusterv1beta1.Placement
 	Intents    []*fleetfitv1alpha1.HPAIntent
 
-	// Nodes and Pods are what a fleet file gives instead of inventories, by cluster.
-	Nodes map[string][]*corev1.Node
-	Pods  []*corev1.Pod
+	// Nodes, Pods and MachineGroups are what a fleet file gives instead of inventories,
+	// nodes and groups by cluster.
+	Nodes         map[string][]*corev1.Node
+	Pods          []*corev1.Pod
+	MachineGroups map[string][]*fleetfitv1alpha1.MachineGroup
 
 	// places are where each object of a file was read, by objectKey, for messages.
 	places map[string]place
@@ -78,6 +84,15 @@ func (f *Fleet) Add(obj any) error {
 		f.Nodes[cluster] = append(f.Nodes[cluster], o)
 	case *corev1.Pod:
 		f.Pods = append(f.Pods, o)
+	case *fleetfitv1alpha1.MachineGroup:
+		cluster := marker(&o.ObjectMeta)
+		if cluster == "" {
+			return fmt.Errorf("MachineGroup %q has no %s label or annotation: say which managed cluster it belongs to", o.Name, ClusterLabel)
+		}
+		if f.MachineGroups == nil {
+			f.MachineGroups = map[string][]*fleetfitv1alpha1.MachineGroup{}
+		}
+		f.MachineGroups[cluster] = append(f.MachineGroups[cluster], o)
 	case *corev1.Namespace:
 	default:
 		kind := "this kind"
@@ -101,10 +116,12 @@ func marker(m *metav1.ObjectMeta) string {
 
 // BuildInventories turns the fleet's Nodes and Pods into ClusterInventories, observed at now,
 // with the same pkg/inventory code the agent runs in each cluster (reporting, besides cfg's
-// prefixes, the label keys of the fleet's intents, as agents do once the hub asks), and checks that the fleet
-// is consistent: every cluster named by nodes, pods and inventories exists, no cluster has
-// both nodes and an inventory, names are unique, and every pod is counted on a node of its
-// cluster. Its errors say where the objects were read.
+// prefixes, the label keys of the fleet's intents, as agents do once the hub asks), and its
+// MachineGroups into their status.machineGroups with the agent's pkg/machinegroup code (see
+// reportMachineGroups). It checks that the fleet is consistent: every cluster named by nodes,
+// pods, machine groups and inventories exists, no cluster has both nodes and an inventory, a
+// cluster with machine groups has nodes, names are unique, and every pod is counted on a node
+// of its cluster. Its errors say where the objects were read.
 func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 	clusters := map[string]bool{}
 	for _, c := range f.Clusters {
@@ -156,6 +173,9 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 	if len(cfg.FeatureLabelKeys) == 0 {
 		cfg.FeatureLabelKeys, _ = labelkeys.Keys(f.Intents)
 	}
+	if err := f.checkMachineGroups(clusters, hasInventory); err != nil {
+		return err
+	}
 	builders := map[string]*inventory.Cluster{}
 	for _, name := range names {
 		b, err := inventory.NewCluster(cfg)
@@ -167,12 +187,23 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		}
 		builders[name] = b
 	}
+	podsOf := map[string][]*corev1.Pod{}
+	podAt := map[string]string{}
 	for _, p := range f.Pods {
 		cluster, err := f.clusterOfPod(p, nodeCluster, hasInventory)
 		if err != nil {
 			return err
 		}
+		// Pods of different clusters may share a name; pods of one cluster may not, however
+		// the files say where they are.
+		key := cluster + "/" + p.Namespace + "/" + p.Name
+		if before, dup := podAt[key]; dup {
+			return fmt.Errorf("Pod %q of cluster %q appears twice:%s and%s; give each pod a name of its own, or remove one",
+				p.Namespace+"/"+p.Name, cluster, before, f.wherePod(p))
+		}
+		podAt[key] = f.wherePod(p)
 		builders[cluster].UpsertPod(p)
+		podsOf[cluster] = append(podsOf[cluster], p)
 	}
 	for _, name := range names {
 		inv := &fleetfitv1alpha1.ClusterInventory{}
@@ -181,18 +212,81 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		inv.Status = builders[name].Summarize()
 		inv.Status.ObservedAt = metav1.NewTime(now)
 		inv.Status.Revision = 1
+		inv.Status.MachineGroups, inv.Status.OmittedMachineGroups = reportMachineGroups(f.MachineGroups[name], podsOf[name])
 		f.Inventories = append(f.Inventories, inv)
 	}
-	f.Nodes, f.Pods = nil, nil
+	f.Nodes, f.Pods, f.MachineGroups = nil, nil, nil
 	slices.SortFunc(f.Inventories, func(a, b *fleetfitv1alpha1.ClusterInventory) int { return cmp.Compare(a.Namespace, b.Namespace) })
 	return nil
+}
+
+// checkMachineGroups checks that every machine group belongs to a cluster of the fleet given
+// by its Nodes (a ClusterInventory reports its groups itself) and that the nodes of its pool
+// are Nodes of that cluster: a group is reported ready, which it could not be without them.
+func (f *Fleet) checkMachineGroups(clusters, hasInventory map[string]bool) error {
+	names := make([]string, 0, len(f.MachineGroups))
+	for name := range f.MachineGroups {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		g := f.MachineGroups[name][0]
+		what := fmt.Sprintf("MachineGroup %q%s", g.Name, f.where("MachineGroup", name, g.Name))
+		switch {
+		case !clusters[name]:
+			return fmt.Errorf("%s is marked %s=%s, but there is no ManagedCluster %q: add it, or fix the mark", what, ClusterLabel, name, name)
+		case hasInventory[name]:
+			return fmt.Errorf("%s is marked %s=%s, a cluster given by its ClusterInventory, which reports its machine groups itself (status.machineGroups): remove the group, or give the cluster's Nodes instead of its inventory",
+				what, ClusterLabel, name)
+		case len(f.Nodes[name]) == 0:
+			return fmt.Errorf("%s is marked %s=%s, but the files have no Node of cluster %s: add its Nodes", what, ClusterLabel, name, name)
+		}
+		nodes := map[string]bool{}
+		for _, n := range f.Nodes[name] {
+			nodes[n.Name] = true
+		}
+		for _, g := range f.MachineGroups[name] {
+			for i, p := range g.Spec.NodePools {
+				if !nodes[p.Name] {
+					return fmt.Errorf("MachineGroup %q%s: spec.nodePools[%d] names node %q, which is no Node of cluster %s in the files: add the node, marked %s=%s, or fix the entry",
+						g.Name, f.where("MachineGroup", name, g.Name), i, p.Name, name, ClusterLabel, name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// reportMachineGroups is what the agent of a cluster with these groups and pods reports of
+// them: each group's status.availableMachines counted from the pods by
+// machinegroup.AvailableMachines, as the machine controller counts them (reservation pods in
+// any namespace: a file says nothing of the agent's), and the groups turned into the report by
+// machinegroup.Report. A group whose status has no Ready condition is taken as Ready, as its
+// controller would find a group of a file (its nodes are the file's, its pods are running);
+// one whose status says Ready=False is reported not ready. The groups are not modified.
+func reportMachineGroups(groups []*fleetfitv1alpha1.MachineGroup, pods []*corev1.Pod) ([]fleetfitv1alpha1.ReportedMachineGroup, int32) {
+	if len(groups) == 0 {
+		return nil, 0
+	}
+	observed := make([]*fleetfitv1alpha1.MachineGroup, 0, len(groups))
+	for _, g := range groups {
+		g = g.DeepCopy()
+		g.Status.AvailableMachines = machinegroup.AvailableMachines(g, machinegroup.PodsOf(pods, g.Name, ""))
+		if meta.FindStatusCondition(g.Status.Conditions, machinegroup.ConditionReady) == nil {
+			meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{
+				Type: machinegroup.ConditionReady, Status: metav1.ConditionTrue, Reason: "FleetFile",
+			})
+		}
+		observed = append(observed, g)
+	}
+	return machinegroup.Report(observed)
 }
 
 // clusterOfPod returns the cluster whose inventory counts a pod: the cluster of the node it is
 // bound to, which its mark, when it has one, must agree with. A pod that would be counted on
 // no node is an error, never a pod silently left out: its node would look free.
 func (f *Fleet) clusterOfPod(p *corev1.Pod, nodeCluster map[string]string, hasInventory map[string]bool) (string, error) {
-	what := fmt.Sprintf("Pod %q%s", p.Namespace+"/"+p.Name, f.where("Pod", p.Namespace, p.Name))
+	what := fmt.Sprintf("Pod %q%s", p.Namespace+"/"+p.Name, f.wherePod(p))
 	marked := marker(&p.ObjectMeta)
 	bound, onNode := nodeCluster[p.Spec.NodeName]
 	switch {
@@ -215,6 +309,14 @@ func (f *Fleet) clusterOfPod(p *corev1.Pod, nodeCluster map[string]string, hasIn
 	default:
 		return "", fmt.Errorf("%s belongs to no cluster of the files: mark it %s=<cluster> or bind it (spec.nodeName) to one of the files' nodes", what, ClusterLabel)
 	}
+}
+
+// wherePod says where a pod was read, as where does.
+func (f *Fleet) wherePod(p *corev1.Pod) string {
+	if c := marker(&p.ObjectMeta); c != "" {
+		return f.where("Pod", podScope(c, p.Namespace), p.Name)
+	}
+	return f.where("Pod", p.Namespace, p.Name)
 }
 
 func nodeClusterHas(nodeCluster map[string]string, cluster string) bool {

@@ -3,6 +3,7 @@ package simulate
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode"
 
@@ -15,6 +16,9 @@ func objectCount(f *Fleet) int {
 		len(f.Decisions) + len(f.Placements) + len(f.Intents) + len(f.Pods)
 	for _, nodes := range f.Nodes {
 		n += len(nodes)
+	}
+	for _, groups := range f.MachineGroups {
+		n += len(groups)
 	}
 	return n
 }
@@ -57,6 +61,11 @@ func streamOf(t *testing.T, f *Fleet) []byte {
 	for _, o := range f.Pods {
 		objs = append(objs, o)
 	}
+	for _, groups := range f.MachineGroups {
+		for _, o := range groups {
+			objs = append(objs, o)
+		}
+	}
 	for _, o := range objs {
 		if err := enc.Encode(o); err != nil {
 			t.Fatalf("encoding %v: %v", o, err)
@@ -70,6 +79,8 @@ func streamOf(t *testing.T, f *Fleet) []byte {
 // one is told so in a message without control characters (never the raw bytes of the input).
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(cluster("c1") + "\n---\n" + gpuNode("c1", "n1", "8", "1")))
+	f.Add([]byte(strings.Join(append(poolNodes("c1"), machineGroup("c1", "general-machine", ""),
+		machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "c1-xl-0")), "\n---\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fleet := &Fleet{}
 		if err := fleet.Decode(t.Context(), bytes.NewReader(data), "fuzz.yaml"); err != nil {

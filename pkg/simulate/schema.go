@@ -32,27 +32,32 @@ type crdSchema struct {
 	namespaced bool
 }
 
-// crdSchemas are the hub's CRDs (OCM's and fleetfit's, as embedded in package manifests), so
-// that objects read from a file are defaulted and validated as the API server would on
-// create: a fleet file holds what a user writes, and the scheduler reads what the server
-// stores. Compiling the CEL rules takes a moment, so it is done once, when first needed.
+// crdSchemas are the hub's CRDs (OCM's and fleetfit's, as embedded in package manifests) and
+// the managed clusters' (MachineGroups), so that objects read from a file are defaulted and
+// validated as the API server that holds them would on create: a fleet file holds what a
+// user writes, and the scheduler and the agent's code read what the server stores. Compiling the CEL rules takes a moment, so it is done once, when first needed.
 type crdSchemas struct {
 	once    sync.Once
 	err     error
 	schemas map[schema.GroupVersionKind]*crdSchema
 }
 
-var hubSchemas crdSchemas
+var crds crdSchemas
 
 func (d *crdSchemas) load() error {
 	d.once.Do(func() {
-		crds, err := manifests.HubCRDs()
+		hub, err := manifests.HubCRDs()
+		if err != nil {
+			d.err = err
+			return
+		}
+		spoke, err := manifests.SpokeCRDs()
 		if err != nil {
 			d.err = err
 			return
 		}
 		d.schemas = map[schema.GroupVersionKind]*crdSchema{}
-		for _, external := range crds {
+		for _, external := range append(hub, spoke...) {
 			external = external.DeepCopy()
 			apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(external)
 			crd := &apiextensions.CustomResourceDefinition{}
@@ -90,7 +95,7 @@ func (d *crdSchemas) load() error {
 	return d.err
 }
 
-// lookup returns the schema of a kind of the hub's CRDs, or nil for other kinds.
+// lookup returns the schema of a kind of the hub's or the clusters' CRDs, or nil for other kinds.
 func (d *crdSchemas) lookup(gvk schema.GroupVersionKind) (*crdSchema, error) {
 	if err := d.load(); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,46 @@ func TestExampleFleet(t *testing.T) {
 		if c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionValid); c == nil || c.Status != "True" {
 			t.Errorf("intent %s: Valid = %+v, want True", in.Name, c)
 		}
+	}
+}
+
+// TestExamplesAreFleetFiles: every example under deploy/examples reads as a fleet file, each
+// object checked as its API server and the hub's admission check it, and the machine-type
+// example is valid once placed in the example fleet (whose inventories report the group).
+func TestExamplesAreFleetFiles(t *testing.T) {
+	paths, err := filepath.Glob("../../deploy/examples/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples found (%v)", err)
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			if _, err := ReadFiles(t.Context(), []string{path}, ReadOptions{Now: at}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	f, err := ReadFiles(t.Context(), []string{"../../deploy/examples/fleet.yaml", "../../deploy/examples/machinetype.yaml"}, ReadOptions{Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, f)
+	for _, in := range res.Intents {
+		if c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionValid); c == nil || c.Status != "True" {
+			t.Errorf("intent %s: Valid = %+v, want True", in.Name, c)
+		}
+	}
+	var render *fleetfitv1alpha1.HPAIntent
+	for _, in := range f.Intents {
+		if in.Name == "render" {
+			render = in
+		}
+	}
+	if render == nil {
+		t.Fatal("the example fleet with machinetype.yaml has no HPAIntent render")
+	}
+	want := &fleetfitv1alpha1.MachineTypeRequirement{Group: "general-machine", Name: "compute-xlarge"}
+	if diff := cmp.Diff(want, render.Spec.Consumers[0].Requirements[0].MachineType); diff != "" {
+		t.Errorf("render's machine type (-want,+got):\n%s", diff)
 	}
 }
 

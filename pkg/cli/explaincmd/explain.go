@@ -62,7 +62,7 @@ brand-new decisions (in-flight reservations) is not visible from outside the hub
 		},
 	}
 	o.Output = output.AddFlags(c, output.Table, output.YAML, output.JSON)
-	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see `fleetfit simulate --help`)")
+	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see fleetfit simulate --help)")
 	return c
 }
 

@@ -74,7 +74,7 @@ it has, and gets no new ones until its agent reports again.`,
 		},
 	}
 	o.Output = output.AddFlags(c, output.Table, output.Wide, output.YAML, output.JSON)
-	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see `fleetfit simulate --help`)")
+	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see fleetfit simulate --help)")
 	return c
 }
 
@@ -110,7 +110,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	wide := o.Output.Format == output.Wide
 	t := output.NewTable(w)
-	header := []string{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "FEATURES", "INVENTORY"}
+	header := []string{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "FEATURES", "INVENTORY"}
 	if wide {
 		header = append(header, "OTHER RESOURCES FREE/ALLOC", "LABELS")
 	}
@@ -119,7 +119,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 		row := []string{c.Name, available(c)}
 		inv := inventories[c.Name]
 		if inv == nil {
-			row = append(row, "-", "-", "-", "-", "-", o.noInventory())
+			row = append(row, "-", "-", "-", "-", "-", "-", o.noInventory())
 		} else {
 			st := &inv.Status
 			row = append(row,
@@ -127,6 +127,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 				freeOfAllocatable(st, corev1.ResourceCPU),
 				freeOfAllocatable(st, corev1.ResourceMemory),
 				gpus(st),
+				machines(st, wide),
 				features(st, wide),
 				inventoryAge(st.ObservedAt.Time, now),
 			)

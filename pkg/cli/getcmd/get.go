@@ -1,5 +1,6 @@
-// Package getcmd holds `fleetfit get clusters` and `fleetfit get placements`: kubectl-like
-// tables of what the hub knows, read from a live hub or from a fleet file.
+// Package getcmd holds `fleetfit get clusters`, `fleetfit get machinetypes` and `fleetfit get
+// placements`: kubectl-like tables of what the hub knows, read from a live hub or from a fleet
+// file.
 package getcmd
 
 import (
@@ -12,8 +13,8 @@ import (
 func NewCommand(flags *clientopts.Flags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "get",
-		Short: "Show the fleet's clusters or placements as a table",
+		Short: "Show the fleet's clusters, machine types or placements as a table",
 	}
-	c.AddCommand(newClustersCommand(flags), newPlacementsCommand(flags))
+	c.AddCommand(newClustersCommand(flags), newMachineTypesCommand(flags), newPlacementsCommand(flags))
 	return c
 }

@@ -51,7 +51,9 @@ A fleet file is YAML (documents separated by ---) or JSON, each document an obje
 ManagedClusterSetBinding, AddOnPlacementScore, Placement, PlacementDecision (current
 decisions), HPAIntent, and per cluster either its ClusterInventory or plain Nodes and Pods
 labelled fleetfit.io/cluster=<cluster> (a Pod bound to one of the file's nodes needs no
-label), which are turned into an inventory by the code the fleetfit agent runs.
+label), which are turned into an inventory by the code the fleetfit agent runs. Such a
+cluster may also have MachineGroups labelled the same way; their reservation and guest Pods
+give each machine type's usage, as the agent counts it.
 Objects get the defaults the hub's API server gives them, and anything the API servers would
 refuse is an error naming the file, the document and the field: unknown fields, values
 outside their CRD's schema or CEL rules, invalid names, labels or amounts of Nodes and Pods,

@@ -1,6 +1,7 @@
-// Package simulate runs fleetfit's read-only commands — get clusters, get placements, explain
-// placement and simulate --from-hub — against a real hub whose managed clusters have fleetfit
-// agents reporting their nodes, with fleetfit-hub scheduling, as a user would.
+// Package simulate runs fleetfit's read-only commands — get clusters, get machinetypes, get
+// placements, explain placement and simulate --from-hub — against a real hub whose managed
+// clusters have fleetfit agents reporting their nodes (and, on cluster2, a MachineGroup),
+// with fleetfit-hub scheduling, as a user would.
 package simulate
 
 import (
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,9 +24,12 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
+	"github.com/fleetfit/fleetfit/pkg/agent/reporter"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cli"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
@@ -64,6 +69,9 @@ func TestCommandsOnALiveHub(t *testing.T) {
 		1: {ut.MakeNode("t4-0").Resource("cpu", "16").Resource("memory", "64Gi").Resource("nvidia.com/gpu", "2").
 			Label("nvidia.com/gpu.product", "Tesla-T4").Obj()},
 	}
+	// cluster2 also has a MachineGroup, whose status says what a machine controller would:
+	// of two compute-xlarge machines, one is reserved and one used by a guest.
+	createMachineGroup(t, fleet.Spokes[1])
 	for i, spoke := range fleet.Spokes {
 		for _, n := range nodes[i] {
 			if err := framework.CreateNode(ctx, spoke.AdminClient(), n); err != nil {
@@ -72,6 +80,10 @@ func TestCommandsOnALiveHub(t *testing.T) {
 		}
 		if err := framework.ApplyAgentRBAC(ctx, hub, spoke, framework.SpokeName(i)); err != nil {
 			t.Fatal(err)
+		}
+		if i == 1 {
+			startMachineGroupReporter(t, hub, spoke, framework.SpokeName(i))
+			continue
 		}
 		if _, err := framework.StartAgent(ctx, hub, spoke, framework.SpokeName(i), 200*time.Millisecond); err != nil {
 			t.Fatal(err)
@@ -129,15 +141,45 @@ func TestCommandsOnALiveHub(t *testing.T) {
 		return nil
 	})
 
+	framework.Eventually(t, func(ctx context.Context) error {
+		inv, err := ff.FleetfitV1alpha1().ClusterInventories("cluster2").Get(ctx, "cluster2", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(inv.Status.MachineGroups) != 1 {
+			return fmt.Errorf("cluster2 reports the machine groups %+v, want general-machine", inv.Status.MachineGroups)
+		}
+		return nil
+	})
+
 	t.Run("get clusters", func(t *testing.T) {
 		out := fleetfit(t, kubeconfig, "get", "clusters")
 		for _, want := range [][]string{
-			{"cluster1", "Unknown", "1/1", "6/8", "64Gi/64Gi", "A100 4/4"},
-			{"cluster2", "Unknown", "1/1", "16/16", "64Gi/64Gi", "Tesla-T4 2/2"},
+			{"cluster1", "Unknown", "1/1", "6/8", "64Gi/64Gi", "A100 4/4", "<none>"},
+			{"cluster2", "Unknown", "1/1", "16/16", "64Gi/64Gi", "Tesla-T4 2/2", "compute-xlarge 1/2"},
 		} {
 			if !ut.HasRow(out, want...) {
 				t.Errorf("get clusters lacks the row %q:\n%s", want, out)
 			}
+		}
+		out = fleetfit(t, kubeconfig, "get", "clusters", "-o", "wide")
+		if want := []string{"cluster2", "Unknown", "1/1", "16/16", "64Gi/64Gi", "Tesla-T4 2/2", "general-machine/compute-xlarge 1/2"}; !ut.HasRow(out, want...) {
+			t.Errorf("get clusters -o wide lacks the row %q:\n%s", want, out)
+		}
+	})
+	t.Run("get machinetypes", func(t *testing.T) {
+		want := [][]string{
+			{"CLUSTER", "GROUP", "TYPE", "CPU", "MEMORY", "GPU", "MAXIMUM", "RESERVED", "USED", "WAITING", "READY"},
+			{"cluster2", "general-machine", "compute-xlarge", "40", "128Gi", "2 nvidia.com/gpu NVIDIA-GeForce-RTX-3090", "2", "1", "1", "0", "true"},
+		}
+		for _, args := range [][]string{{"-A"}, {"cluster2"}} {
+			out := fleetfit(t, kubeconfig, append([]string{"get", "machinetypes"}, args...)...)
+			if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
+				t.Errorf("get machinetypes %s (-want,+got):\n%s", strings.Join(args, " "), diff)
+			}
+		}
+		if out := fleetfit(t, kubeconfig, "get", "machinetypes", "cluster1"); !cmp.Equal(want[:1], ut.TableRows(out)) {
+			t.Errorf("get machinetypes cluster1 printed\n%s\nwant the header only", out)
 		}
 	})
 	t.Run("get placements", func(t *testing.T) {
@@ -223,4 +265,50 @@ func a100Intent(name, cpu string) *v1alpha1.HPAIntent {
 			ut.MakeFeature("a100", "nvidia.com/gpu.product").Operator(corev1.NodeSelectorOpIn).Values("A100").Obj(),
 		).Obj(),
 	).Obj()
+}
+
+// createMachineGroup creates the MachineGroup general-machine on spoke with its status as a
+// machine controller would write it: compute-xlarge, 2 machines, 1 reserved and 1 used.
+func createMachineGroup(t *testing.T, spoke *framework.ControlPlane) {
+	t.Helper()
+	groups := fleetfitclient.NewForConfigOrDie(spoke.AdminConfig()).FleetfitV1alpha1().MachineGroups()
+	g, err := groups.Create(t.Context(), &v1alpha1.MachineGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "general-machine"},
+		Spec: v1alpha1.MachineGroupSpec{MachineTypes: []v1alpha1.MachineType{{
+			Name: "compute-xlarge",
+			Spec: v1alpha1.MachineTypeSpec{CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi"),
+				GPU: &v1alpha1.MachineGPU{Num: 2, Product: "NVIDIA-GeForce-RTX-3090"}},
+			Available: 2,
+		}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Status.Conditions = []metav1.Condition{{Type: machinegroup.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	g.Status.AvailableMachines = []v1alpha1.AvailableMachine{{Name: "compute-xlarge", Usage: v1alpha1.MachineUsage{Maximum: 2, Reserved: 1, Used: 1}}}
+	if _, err := groups.UpdateStatus(t.Context(), g, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startMachineGroupReporter runs cluster's reporter with machine groups on, as fleetfit-agent
+// runs it by default, until the test ends.
+func startMachineGroupReporter(t *testing.T, hub, spoke *framework.ControlPlane, cluster string) {
+	t.Helper()
+	r, err := reporter.New(reporter.Clients{
+		Spoke: spoke.AdminClient(), Hub: fleetfitclient.NewForConfigOrDie(hub.AdminConfig()),
+		HubCluster: clusterclient.NewForConfigOrDie(hub.AdminConfig()), SpokeFleetfit: fleetfitclient.NewForConfigOrDie(spoke.AdminConfig()),
+	}, reporter.Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: 200 * time.Millisecond, MachineGroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("reporter of %s: %v", cluster, err)
+		}
+	})
 }

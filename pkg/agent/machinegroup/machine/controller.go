@@ -308,17 +308,17 @@ func podKey(role, group, machineType string) string {
 	return role + "/" + group + "/" + machineType
 }
 
+// podIndex is the byMachineType index: a guest or reservation pod by its
+// role, group and machine type.
 func podIndex(obj any) ([]string, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil, nil
 	}
-	l := p.Labels
-	role, group, typ := l[machinegroup.LabelPodRole], l[machinegroup.LabelMachineGroup], l[machinegroup.LabelMachineType]
-	if group == "" || typ == "" {
-		return nil, nil
+	if role, group, machineType, ok := machinegroup.MachineOf(p); ok {
+		return []string{podKey(role, group, machineType)}, nil
 	}
-	return []string{podKey(role, group, typ)}, nil
+	return nil, nil
 }
 
 // strip drops what the controller never reads before an object enters a cache.

@@ -43,11 +43,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		errs     []error
 		problems []problem
 	)
-	usage := make([]v1alpha1.AvailableMachine, 0, len(g.Spec.MachineTypes))
+	usage := machinegroup.AvailableMachines(g, c.podsOfType(g.Name))
 	for i := range g.Spec.MachineTypes {
 		t := &g.Spec.MachineTypes[i]
-		u := c.usage(g.Name, t)
-		usage = append(usage, v1alpha1.AvailableMachine{Name: t.Name, Usage: u})
+		u := usage[i].Usage
 		p, err := c.syncService(ctx, desiredService(g, t, c.opts.Namespace), g)
 		errs = append(errs, err)
 		if p != nil {
@@ -69,12 +68,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return errors.Join(errs...)
 }
 
-// usage counts the guest pods of machine type t of the group, in any
-// namespace, and its reservation pods in the reservation namespace.
-func (c *Controller) usage(group string, t *v1alpha1.MachineType) v1alpha1.MachineUsage {
-	guests := c.podsOf(podKey(machinegroup.PodRoleGuest, group, t.Name), "")
-	reservations := c.podsOf(podKey(machinegroup.PodRoleReservation, group, t.Name), c.opts.Namespace)
-	return machinegroup.Usage(t.Available, guests, reservations)
+// podsOfType serves the cached guests of a group's machine types, in any
+// namespace, and their reservations in the controller's namespace, from the
+// index: classifying every pod of a large group on each sync would cost more
+// than the rest of the sync.
+func (c *Controller) podsOfType(group string) machinegroup.PodsOfType {
+	return func(role, machineType string) []*corev1.Pod {
+		namespace := ""
+		if role == machinegroup.PodRoleReservation {
+			namespace = c.opts.Namespace
+		}
+		return c.podsOf(podKey(role, group, machineType), namespace)
+	}
 }
 
 // podsOf are the cached pods under an index key, those in namespace only
