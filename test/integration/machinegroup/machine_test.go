@@ -75,8 +75,10 @@ func startMachineSpoke(t *testing.T) *machineSpoke {
 			s.logMachinePods(t)
 		}
 	})
-	for _, ns := range []string{machineReservationNS, machineGuestNamespace} {
-		if _, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	// Guests count in namespaces opted in to machine groups only.
+	optIn := map[string]string{machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled}
+	for ns, labels := range map[string]map[string]string{machineReservationNS: nil, machineGuestNamespace: optIn} {
+		if _, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

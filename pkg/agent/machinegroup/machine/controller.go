@@ -87,10 +87,13 @@ type Controller struct {
 	pods         toolscache.Indexer
 	nodes        corelisters.NodeLister
 
-	fleetfit  fleetfitinformers.SharedInformerFactory
-	reserved  informers.SharedInformerFactory
-	podsInf   informers.SharedInformerFactory
-	nodesInf  informers.SharedInformerFactory
+	fleetfit fleetfitinformers.SharedInformerFactory
+	reserved informers.SharedInformerFactory
+	podsInf  informers.SharedInformerFactory
+	nodesInf informers.SharedInformerFactory
+	// optedIn caches the namespaces whose guests count (see countsAsGuest).
+	optedIn   toolscache.Indexer
+	nsInf     informers.SharedInformerFactory
 	informers []toolscache.SharedIndexInformer
 
 	queue workqueue.TypedRateLimitingInterface[string]
@@ -125,6 +128,10 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 		podsInf: informers.NewSharedInformerFactoryWithOptions(kube, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSelector().String() })),
 		nodesInf: informers.NewSharedInformerFactory(kube, 0),
+		nsInf: informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.LabelSelector = machinegroup.LabelInjectResource + "=" + machinegroup.InjectResourceEnabled
+			})),
 	}
 
 	gi := c.fleetfit.Fleetfit().V1alpha1().MachineGroups()
@@ -133,6 +140,7 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 	vi := c.reserved.Core().V1().Services()
 	podi := c.podsInf.Core().V1().Pods()
 	ni := c.nodesInf.Core().V1().Nodes()
+	nsi := c.nsInf.Core().V1().Namespaces()
 
 	// Indexers and transforms must be set before the informers start, which
 	// only Run does, so these cannot fail.
@@ -147,6 +155,7 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 	c.statefulSets, c.services = si.Lister(), vi.Lister()
 	c.pods = podi.Informer().GetIndexer()
 	c.nodes = ni.Lister()
+	c.optedIn = nsi.Informer().GetIndexer()
 
 	add := func(inf toolscache.SharedIndexInformer, h toolscache.ResourceEventHandler) {
 		_, err := inf.AddEventHandler(h)
@@ -172,6 +181,11 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 	})
 	add(podi.Informer(), c.podHandler())
 	add(ni.Informer(), c.nodeHandler())
+	// A namespace opting in or out changes which guests count, in any group.
+	add(nsi.Informer(), handler.Funcs[*corev1.Namespace]{
+		Add:    func(*corev1.Namespace) { c.enqueueAll() },
+		Delete: func(*corev1.Namespace) { c.enqueueAll() },
+	})
 	return c
 }
 
@@ -191,13 +205,14 @@ func podSelector() labels.Selector {
 // with the given number of workers until ctx ends, then returns nil. Failed
 // writes are logged and retried with backoff, never returned.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	for _, f := range []interface{ Start(<-chan struct{}) }{c.fleetfit, c.reserved, c.podsInf, c.nodesInf} {
+	for _, f := range []interface{ Start(<-chan struct{}) }{c.fleetfit, c.reserved, c.podsInf, c.nodesInf, c.nsInf} {
 		f.Start(ctx.Done())
 	}
 	defer c.fleetfit.Shutdown()
 	defer c.reserved.Shutdown()
 	defer c.podsInf.Shutdown()
 	defer c.nodesInf.Shutdown()
+	defer c.nsInf.Shutdown()
 	synced := make([]toolscache.InformerSynced, 0, len(c.informers))
 	for _, inf := range c.informers {
 		synced = append(synced, inf.HasSynced)
@@ -223,6 +238,24 @@ func (c *Controller) loop(n int) workers.Loop {
 			return len(groups)
 		},
 	}
+}
+
+// enqueueAll queues every group.
+func (c *Controller) enqueueAll() {
+	groups, _ := c.groups.List(labels.Everything())
+	for _, g := range groups {
+		c.queue.Add(g.Name)
+	}
+}
+
+// countsAsGuest says whether a guest pod may take a machine: only guests in
+// namespaces labelled machines.fleetfit.io/inject-resource=enabled do, the
+// namespaces the cluster admin opened to machine groups (the same opt-in the
+// pod resource injector follows). A pod elsewhere that merely carries the
+// guest labels takes nothing from the group's reservations.
+func (c *Controller) countsAsGuest(p *corev1.Pod) bool {
+	_, ok, _ := c.optedIn.GetByKey(p.Namespace)
+	return ok
 }
 
 func (c *Controller) enqueue(group string) {

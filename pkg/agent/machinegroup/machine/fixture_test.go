@@ -43,6 +43,8 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{kube: k8sfake.NewClientset(), fleetfit: fleetfitfake.NewSimpleClientset()}
 	f.c = New(f.kube, f.fleetfit, Options{Namespace: testNamespace, Clock: testingclock.NewFakePassiveClock(testNow)})
+	// makePod's guests are in "guests", opted in to machine groups.
+	f.cache(t, optedInNamespace("guests"))
 	for _, o := range objs {
 		f.add(t, o)
 	}
@@ -82,6 +84,8 @@ func (f *fixture) cache(t testing.TB, o runtime.Object) {
 		err = f.c.pods.Update(o)
 	case *corev1.Node:
 		err = f.c.nodesInf.Core().V1().Nodes().Informer().GetIndexer().Update(o)
+	case *corev1.Namespace:
+		err = f.c.optedIn.Update(o)
 	default:
 		t.Fatalf("no cache for %T", o)
 	}
@@ -221,6 +225,13 @@ func makePod(role, machineType, name, state string) *corev1.Pod {
 		p.DeletionTimestamp = &metav1.Time{Time: testNow}
 	}
 	return p
+}
+
+// optedInNamespace is a namespace whose guests may take machines.
+func optedInNamespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled,
+	}}}
 }
 
 func resourceParse(s string) (resource.Quantity, error) { return resource.ParseQuantity(s) }

@@ -68,30 +68,30 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return errors.Join(errs...)
 }
 
-// podsOfType serves the cached guests of a group's machine types, in any
-// namespace, and their reservations in the controller's namespace, from the
+// podsOfType serves the cached guests of a group's machine types, in the
+// namespaces opted in to machine groups, and their reservations in the
+// controller's namespace, from the
 // index: classifying every pod of a large group on each sync would cost more
 // than the rest of the sync.
 func (c *Controller) podsOfType(group string) machinegroup.PodsOfType {
 	return func(role, machineType string) []*corev1.Pod {
-		namespace := ""
+		keep := c.countsAsGuest
 		if role == machinegroup.PodRoleReservation {
-			namespace = c.opts.Namespace
+			keep = func(p *corev1.Pod) bool { return p.Namespace == c.opts.Namespace }
 		}
-		return c.podsOf(podKey(role, group, machineType), namespace)
+		return c.podsOf(podKey(role, group, machineType), keep)
 	}
 }
 
-// podsOf are the cached pods under an index key, those in namespace only
-// when it is not empty.
-func (c *Controller) podsOf(key, namespace string) []*corev1.Pod {
+// podsOf are the cached pods under an index key that keep accepts.
+func (c *Controller) podsOf(key string, keep func(*corev1.Pod) bool) []*corev1.Pod {
 	objs, err := c.pods.ByIndex(byMachineType, key)
 	if err != nil {
 		return nil
 	}
 	pods := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && (namespace == "" || p.Namespace == namespace) {
+		if p, ok := o.(*corev1.Pod); ok && keep(p) {
 			pods = append(pods, p)
 		}
 	}

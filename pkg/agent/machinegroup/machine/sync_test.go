@@ -75,6 +75,23 @@ func TestSync(t *testing.T) {
 			},
 			wantReady: metav1.ConditionTrue, wantReason: ReasonReady, wantSmall: 1,
 		},
+		"a guest outside the opted-in namespaces takes nothing": {
+			objs: world(
+				makePod(machinegroup.PodRoleReservation, "small", "small-general-machine-0", "running"),
+				makePod(machinegroup.PodRoleReservation, "small", "small-general-machine-1", "running"),
+			),
+			change: func(t *testing.T, f *fixture) {
+				p := makePod(machinegroup.PodRoleGuest, "small", "intruder", "waiting")
+				p.Namespace = "not-opted-in"
+				f.cache(t, p)
+			},
+			wantWrites: nil,
+			wantUsage: []v1alpha1.AvailableMachine{
+				{Name: "small", Usage: v1alpha1.MachineUsage{Maximum: 2, Reserved: 2}},
+				{Name: "large", Usage: v1alpha1.MachineUsage{Maximum: 1}},
+			},
+			wantReady: metav1.ConditionTrue, wantReason: ReasonReady, wantSmall: 2,
+		},
 		"a deleting guest counts as neither": {
 			objs: world(
 				makePod(machinegroup.PodRoleGuest, "small", "guest-0", "running"),
