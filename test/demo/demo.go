@@ -3,8 +3,9 @@
 // kube-controller-manager, kube-scheduler, kwok (which plays kubelet for nodes with GPUs, AVX-512
 // and QuickAssist, some of them nearly full), OCM's work agent and fleetfit-agent; the hub runs
 // fleetfit-hub. The demo applies EMCO's HPA usage example and two more HPAIntents, waits until
-// fleetfit-hub has placed them and their pods run, gives cluster1 a MachineGroup with a guest
-// that takes one of its reserved machines, shows the result with the fleetfit CLI and
+// fleetfit-hub has placed them and their pods run, gives cluster1 and cluster2 MachineGroups
+// (a guest takes one of cluster1's reserved machines, and the hub places an intent for two
+// machines of a type where two are free), shows the result with the fleetfit CLI and
 // leaves the fleet running for kubectl and bin/fleetfit until it is stopped.
 package demo
 
@@ -120,8 +121,8 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 			con.step("Every delivered pod is Running")
 		}
 	}
-	if err := showMachineGroup(ctx, con, fleet.Spokes[MachineGroupCluster], o.SettleTimeout); err != nil {
-		con.step("The machine group did not settle: %v", err)
+	if err := showMachineGroups(ctx, con, fleet, examples, o.SettleTimeout); err != nil {
+		con.step("The machine groups did not settle: %v", err)
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -131,6 +132,8 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 	con.fleetfit(ctx, hubKubeconfig, "get", "clusters")
 	con.fleetfit(ctx, hubKubeconfig, "get", "placements", "-A")
 	con.fleetfit(ctx, hubKubeconfig, "explain", "placement", ut.FwallName, "-n", Namespace)
+	con.fleetfit(ctx, hubKubeconfig, "get", "machinetypes", "-A")
+	con.fleetfit(ctx, hubKubeconfig, "explain", "placement", "render", "-n", Namespace)
 	if err := printPods(ctx, con, fleet, layout); err != nil {
 		con.step("Listing the delivered pods: %v", err)
 	}

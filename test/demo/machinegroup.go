@@ -3,6 +3,8 @@ package demo
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,48 +23,81 @@ import (
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
-// The demo's machine group, on cluster1: compute-xlarge (40 cores, 128Gi, 2 × RTX 3090) on
-// one node and two compute-medium (6 cores, 24Gi) on another, both nodes tainted for the
-// group, and a guest Deployment that only says it wants a compute-medium.
+// The demo's machine groups, both named general-machine. On cluster1: one compute-xlarge
+// (40 cores, 128Gi, 2 × RTX 3090) on one node and two compute-medium (6 cores, 24Gi) on
+// another, and a guest Deployment there that only says it wants a compute-medium. On
+// cluster2: two compute-xlarge on two nodes. Every pool node is tainted for the group. Then
+// the hub places the example "render", two replicas that take a compute-xlarge each: only
+// cluster2 has two free.
 const (
 	MachineGroupName      = "general-machine"
-	MachineGroupCluster   = 0 // cluster1
 	MachineGuestNamespace = "ml"
 	machineXLarge         = "compute-xlarge"
 	machineMedium         = "compute-medium"
 	machineGPUProduct     = "NVIDIA-GeForce-RTX-3090"
 )
 
-// machineNodes join cluster1 after the examples are placed, so that the examples' decisions
-// do not depend on them.
-func machineNodes() []*corev1.Node {
-	return []*corev1.Node{
-		ut.MakeNode("xl-0").Resource("cpu", "48").Resource("memory", "192Gi").Resource(ResourceGPU, "2").
-			Label(LabelGPUProduct, machineGPUProduct).Obj(),
-		ut.MakeNode("md-0").Resource("cpu", "16").Resource("memory", "64Gi").Obj(),
+// machineCluster is one cluster's share of the demo's machine groups: its pool nodes (they
+// join after the examples are placed, so that the examples' decisions do not depend on them)
+// and its group.
+type machineCluster struct {
+	spoke int
+	nodes []*corev1.Node
+	group *v1alpha1.MachineGroup
+	// reserved is the usage once the reservations run: maximum, reserved, used, waiting.
+	reserved map[string][4]int32
+}
+
+func machineClusters() []machineCluster {
+	xlNode := func(name string) *corev1.Node {
+		return ut.MakeNode(name).Resource("cpu", "48").Resource("memory", "192Gi").Resource(ResourceGPU, "2").
+			Label(LabelGPUProduct, machineGPUProduct).Obj()
+	}
+	return []machineCluster{
+		{
+			spoke: 0,
+			nodes: []*corev1.Node{xlNode("xl-0"), ut.MakeNode("md-0").Resource("cpu", "16").Resource("memory", "64Gi").Obj()},
+			group: machineGroup(map[string]string{"xl-0": machineXLarge, "md-0": machineMedium}, map[string]int32{machineXLarge: 1, machineMedium: 2}),
+			reserved: map[string][4]int32{machineXLarge: {1, 1, 0, 0}, machineMedium: {2, 2, 0, 0}},
+		},
+		{
+			spoke:    1,
+			nodes:    []*corev1.Node{xlNode("xl-1"), xlNode("xl-2")},
+			group:    machineGroup(map[string]string{"xl-1": machineXLarge, "xl-2": machineXLarge}, map[string]int32{machineXLarge: 2}),
+			reserved: map[string][4]int32{machineXLarge: {2, 2, 0, 0}},
+		},
 	}
 }
 
-// MachineGroup is the demo's group.
-func MachineGroup() *v1alpha1.MachineGroup {
-	entry := func(node, machineType string) v1alpha1.NodePoolEntry {
-		return v1alpha1.NodePoolEntry{Name: node, Mode: v1alpha1.NodePoolModeReady, Taint: true, MachineType: []v1alpha1.MachineTypeRef{{Name: machineType}}}
+// machineGroup is a group general-machine with the pool nodes (node → machine type, tainted)
+// and the available machines of each type.
+func machineGroup(pool map[string]string, available map[string]int32) *v1alpha1.MachineGroup {
+	specs := map[string]v1alpha1.MachineTypeSpec{
+		machineXLarge: {CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi"),
+			GPU: &v1alpha1.MachineGPU{Type: string(ResourceGPU), Num: 2, Product: machineGPUProduct}},
+		machineMedium: {CPU: resource.MustParse("6"), Memory: resource.MustParse("24Gi")},
 	}
-	return &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: MachineGroupName},
-		Spec: v1alpha1.MachineGroupSpec{
-			NodePools: []v1alpha1.NodePoolEntry{entry("xl-0", machineXLarge), entry("md-0", machineMedium)},
-			MachineTypes: []v1alpha1.MachineType{
-				{Name: machineXLarge, Available: 1, Spec: v1alpha1.MachineTypeSpec{
-					CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi"),
-					GPU: &v1alpha1.MachineGPU{Type: string(ResourceGPU), Num: 2, Product: machineGPUProduct},
-				}},
-				{Name: machineMedium, Available: 2, Spec: v1alpha1.MachineTypeSpec{
-					CPU: resource.MustParse("6"), Memory: resource.MustParse("24Gi"),
-				}},
-			},
-		},
+	g := &v1alpha1.MachineGroup{ObjectMeta: metav1.ObjectMeta{Name: MachineGroupName}}
+	for _, node := range slices.Sorted(maps.Keys(pool)) {
+		g.Spec.NodePools = append(g.Spec.NodePools, v1alpha1.NodePoolEntry{
+			Name: node, Mode: v1alpha1.NodePoolModeReady, Taint: true, MachineType: []v1alpha1.MachineTypeRef{{Name: pool[node]}},
+		})
 	}
+	for _, t := range slices.Sorted(maps.Keys(available)) {
+		g.Spec.MachineTypes = append(g.Spec.MachineTypes, v1alpha1.MachineType{Name: t, Spec: specs[t], Available: available[t]})
+	}
+	return g
+}
+
+// MachineExample is "render": two replicas that take a compute-xlarge of general-machine
+// each, and ask for nothing else (deploy/examples/machinetype.yaml).
+func MachineExample() Example {
+	in := ut.MakeHPAIntent("render", Namespace).Placement("render").Consumer(
+		ut.MakeConsumer("render").Target("Deployment", "render", "render").Requirement(v1alpha1.ResourceRequirement{
+			Name: "xlarge", MachineType: &v1alpha1.MachineTypeRequirement{Group: MachineGroupName, Name: machineXLarge},
+		}).Obj(),
+	).Manifest(deployment("render", "render", 2)).Obj()
+	return Example{Placement: placement("render"), Intent: in, Replicas: 2}
 }
 
 // MachineGuest is the guest Deployment: one pod that wants a compute-medium.
@@ -82,28 +117,54 @@ func MachineGuest() *appsv1.Deployment {
 	}
 }
 
-// showMachineGroup adds the machine nodes to cluster1, creates the group, waits until it
-// reserves its machines, runs the guest, waits until it took a reservation over, and prints
-// the group's usage and where the guest runs with what.
-func showMachineGroup(ctx context.Context, con *console, spoke *framework.ControlPlane, timeout time.Duration) error {
-	kube := spoke.AdminClient()
-	groups := fleetfitclient.NewForConfigOrDie(spoke.AdminConfig()).FleetfitV1alpha1().MachineGroups()
-	for _, n := range machineNodes() {
-		if _, err := framework.CreateKwokNode(ctx, kube, n); err != nil {
-			return err
+// showMachineGroups gives cluster1 and cluster2 their pool nodes and groups, waits until the
+// groups reserve their machines, runs cluster1's guest and waits until it took a reservation
+// over, then has the hub place "render" and waits until its guests run; it prints each step.
+func showMachineGroups(ctx context.Context, con *console, f *framework.Fleet, examples []Example, timeout time.Duration) error {
+	for _, mc := range machineClusters() {
+		spoke := f.Spokes[mc.spoke]
+		for _, n := range mc.nodes {
+			if _, err := framework.CreateKwokNode(ctx, spoke.AdminClient(), n); err != nil {
+				return err
+			}
 		}
+		groups := fleetfitclient.NewForConfigOrDie(spoke.AdminConfig()).FleetfitV1alpha1().MachineGroups()
+		if _, err := groups.Create(ctx, mc.group, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("%s: creating MachineGroup %s: %w", spoke.Name, MachineGroupName, err)
+		}
+		if err := waitGroup(ctx, groups, timeout, func(g *v1alpha1.MachineGroup) error { return machineUsage(g, mc.reserved) }); err != nil {
+			return fmt.Errorf("%s: %w", spoke.Name, err)
+		}
+		var held []string
+		for _, t := range mc.group.Spec.MachineTypes {
+			held = append(held, fmt.Sprintf("%d %s", t.Available, t.Name))
+		}
+		con.step("%s: MachineGroup %s reserves %s with reservation pods on its tainted pool nodes", spoke.Name, MachineGroupName, strings.Join(held, " and "))
 	}
-	if _, err := groups.Create(ctx, MachineGroup(), metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating MachineGroup %s: %w", MachineGroupName, err)
-	}
-	reserved := func(g *v1alpha1.MachineGroup) error {
-		return machineUsage(g, map[string][4]int32{machineXLarge: {1, 1, 0, 0}, machineMedium: {2, 2, 0, 0}})
-	}
-	if err := waitGroup(ctx, groups, timeout, reserved); err != nil {
+	if err := runGuest(ctx, con, f.Spokes[0], timeout); err != nil {
 		return err
 	}
-	con.step("%s: MachineGroup %s reserves 1 compute-xlarge on xl-0 and 2 compute-medium on md-0 with reservation pods", spoke.Name, MachineGroupName)
 
+	render := MachineExample()
+	if err := applyExamples(ctx, f, []Example{render}); err != nil {
+		return err
+	}
+	decided, err := waitDecided(ctx, f, []Example{render}, timeout)
+	if err != nil {
+		return err
+	}
+	con.step("fleetfit-hub decided %s: 2 × compute-xlarge, free on cluster2 only (cluster1 has 1)", decided)
+	if err := waitPodsRunning(ctx, f, append(slices.Clone(examples), render), timeout); err != nil {
+		return fmt.Errorf("waiting for render's guests: %w", err)
+	}
+	con.step("render's pods run as guests of general-machine, injected with the machine type's resources by fleetfit-agent")
+	return nil
+}
+
+// runGuest runs the guest Deployment on spoke and waits until it took a compute-medium over.
+func runGuest(ctx context.Context, con *console, spoke *framework.ControlPlane, timeout time.Duration) error {
+	kube := spoke.AdminClient()
+	groups := fleetfitclient.NewForConfigOrDie(spoke.AdminConfig()).FleetfitV1alpha1().MachineGroups()
 	optIn := map[string]string{machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: MachineGuestNamespace, Labels: optIn}}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -135,15 +196,6 @@ func showMachineGroup(ctx context.Context, con *console, spoke *framework.Contro
 		con.step("%s: guest pod %s/%s took a compute-medium over: it runs on %s with requests %s = limits %s, injected by fleetfit-agent",
 			spoke.Name, p.Namespace, p.Name, p.Spec.NodeName, amounts(r.Requests), amounts(r.Limits))
 	}
-	g, err := groups.Get(ctx, MachineGroupName, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(con, "\n%s: MachineGroup %s\n%-16s %8s %9s %5s %8s\n", spoke.Name, MachineGroupName, "MACHINE TYPE", "MAXIMUM", "RESERVED", "USED", "WAITING")
-	for _, m := range g.Status.AvailableMachines {
-		fmt.Fprintf(con, "%-16s %8d %9d %5d %8d\n", m.Name, m.Usage.Maximum, m.Usage.Reserved, m.Usage.Used, m.Usage.Waiting)
-	}
-	fmt.Fprintln(con)
 	return nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	"github.com/fleetfit/fleetfit/test/demo"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
@@ -59,6 +60,8 @@ var wantDecided = map[string]string{
 	"analytics": "cluster3",
 	"training":  "cluster1",
 	"inference": "cluster2",
+	// Two machines of compute-xlarge: cluster1 has one free, cluster2 two.
+	"render": "cluster2",
 }
 
 // wantNode says, per app label of a delivered pod, what its node must have.
@@ -69,6 +72,7 @@ var wantNode = map[string]func(*corev1.Node) error{
 	"inference":  hasLabel(demo.LabelAVX512, "true"),
 	"logger":     hasResource(demo.ResourceQAT),
 	"ai-model":   func(*corev1.Node) error { return nil },
+	"render":     hasLabel(machinegroup.MachineTypeKey("compute-xlarge"), demo.MachineGroupName),
 }
 
 func TestDemoFleet(t *testing.T) {
@@ -93,8 +97,12 @@ func TestDemoFleet(t *testing.T) {
 		"cluster3: nodes Ready: cpu-1 (-), qat-0 (4× intel.com/qat, QAT)",
 		"fleetfit-hub decided: ",
 		"Every delivered pod is Running",
-		"cluster1: MachineGroup general-machine reserves 1 compute-xlarge on xl-0 and 2 compute-medium on md-0",
+		"cluster1: MachineGroup general-machine reserves 2 compute-medium and 1 compute-xlarge with reservation pods",
+		"cluster2: MachineGroup general-machine reserves 2 compute-xlarge with reservation pods",
 		"took a compute-medium over: it runs on md-0 with requests cpu 6, memory 24Gi = limits cpu 6, memory 24Gi",
+		"fleetfit-hub decided render → cluster2: 2 × compute-xlarge",
+		"render's pods run as guests of general-machine",
+		"$ bin/fleetfit get machinetypes -A",
 		"$ bin/fleetfit get clusters --kubeconfig " + filepath.Join(dir, "hub.kubeconfig"),
 		"$ bin/fleetfit get placements -A",
 		"$ bin/fleetfit explain placement fwall -n demo",
@@ -177,7 +185,7 @@ func checkFleet(t *testing.T, dir string) {
 		}
 	}
 	want := 0
-	for _, e := range demo.Examples() {
+	for _, e := range append(demo.Examples(), demo.MachineExample()) {
 		want += int(e.Replicas)
 	}
 	if pods != want {
