@@ -55,9 +55,9 @@ func machineClusters() []machineCluster {
 	}
 	return []machineCluster{
 		{
-			spoke: 0,
-			nodes: []*corev1.Node{xlNode("xl-0"), ut.MakeNode("md-0").Resource("cpu", "16").Resource("memory", "64Gi").Obj()},
-			group: machineGroup(map[string]string{"xl-0": machineXLarge, "md-0": machineMedium}, map[string]int32{machineXLarge: 1, machineMedium: 2}),
+			spoke:    0,
+			nodes:    []*corev1.Node{xlNode("xl-0"), ut.MakeNode("md-0").Resource("cpu", "16").Resource("memory", "64Gi").Obj()},
+			group:    machineGroup(map[string]string{"xl-0": machineXLarge, "md-0": machineMedium}, map[string]int32{machineXLarge: 1, machineMedium: 2}),
 			reserved: map[string][4]int32{machineXLarge: {1, 1, 0, 0}, machineMedium: {2, 2, 0, 0}},
 		},
 		{
