@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
@@ -260,4 +261,41 @@ func TestMachineBurstForTheLastMachine(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// TestMachineReservationsSurviveRestart: a placement takes cluster1's one free compute-xlarge
+// and the hub stops before any guest starts. A new hub (a restart, or a new leader) schedules a
+// second intent that prefers cluster1 (an optional compute-large only cluster1 has): only the
+// reservation the first hub persisted in the intent's status, read back by the new hub, sends
+// it to cluster2.
+func TestMachineReservationsSurviveRestart(t *testing.T) {
+	const group = "mt-restart"
+	e := newEnv(t, "mt-restart")
+	e.machineGroupOn(0, group, machineUsage{name: "compute-xlarge", maximum: 2, reserved: 1, used: 1},
+		machineUsage{name: "compute-large", maximum: 1, reserved: 1})
+	e.machineGroupOn(1, group, machineUsage{name: "compute-xlarge", maximum: 1, reserved: 1})
+	e.waitInventories()
+	stop := framework.RunHub(t, fleet.Hub.AdminConfig())
+
+	e.createIntent(machineIntent("mt-restart-0", 1, group, "compute-xlarge"))
+	e.createPlacement(onClusters("mt-restart-0", cluster(0)))
+	e.waitDecided("mt-restart-0", cluster(0))
+	e.waitIntent("mt-restart-0", func(in *v1alpha1.HPAIntent) error {
+		want := resource.MustParse("1")
+		if len(in.Status.Reservations) != 1 || in.Status.Reservations[0].ClusterName != cluster(0) ||
+			in.Status.Reservations[0].RequestedBefore.Name("machines.fleetfit.io/mt-restart.compute-xlarge", resource.DecimalSI).Cmp(want) != 0 {
+			return fmt.Errorf("status.reservations %v, want one on %s from 1 machine in use", in.Status.Reservations, cluster(0))
+		}
+		return nil
+	})
+	stop()
+
+	framework.RunHub(t, fleet.Hub.AdminConfig())
+	e.createIntent(oneConsumer("mt-restart-1", 1,
+		utiltesting.MakeMachineType("xl", group, "compute-xlarge").Obj(),
+		utiltesting.MakeMachineType("large", group, "compute-large").Optional(10).Obj()))
+	e.createPlacement(onClusters("mt-restart-1", cluster(0), cluster(1)).NumberOfClusters(1).
+		Mode(clusterv1beta1.PrioritizerPolicyModeExact).BuiltIn("HardwareFit", 1))
+	e.waitDecided("mt-restart-1", cluster(1))
+	e.waitDecided("mt-restart-0", cluster(0))
 }
