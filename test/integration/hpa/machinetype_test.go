@@ -1,8 +1,11 @@
 package hpa
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/cli"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -152,6 +156,11 @@ func TestMachineTypeChosenWhereFree(t *testing.T) {
 		t.Errorf("Scheduled message %q, want it to say %q", msg, want)
 	}
 	e.waitDecided("mt-only-1")
+	// fleetfit explain, which schedules the placement again from the hub's objects, says the same.
+	out := machineRunFleetfit(t, "explain", "placement", "mt-only-1", "-n", e.ns, "--kubeconfig", machineKubeconfig(t))
+	if !strings.Contains(out, "consumer mt-only-1/app: mt-chosen/compute-xlarge: 1 free, 2 wanted") {
+		t.Errorf("fleetfit explain placement mt-only-1 printed\n%s\nwant it to give the numbers of compute-xlarge", out)
+	}
 
 	e.explain("mt-no-type", rejectedBy(cluster(1), nil, "machine group mt-chosen has no type compute-medium"))
 	e.waitDecided("mt-no-type")
@@ -298,4 +307,34 @@ func TestMachineReservationsSurviveRestart(t *testing.T) {
 		Mode(clusterv1beta1.PrioritizerPolicyModeExact).BuiltIn("HardwareFit", 1))
 	e.waitDecided("mt-restart-1", cluster(1))
 	e.waitDecided("mt-restart-0", cluster(0))
+}
+
+// machineRunFleetfit runs the fleetfit command line in-process, as a user would, and returns
+// what it printed on standard output.
+func machineRunFleetfit(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := cli.NewCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("fleetfit %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	t.Logf("fleetfit %s\n%s", strings.Join(args, " "), out.String())
+	return out.String()
+}
+
+// machineKubeconfig writes a kubeconfig of the hub's admin and returns its path.
+func machineKubeconfig(t *testing.T) string {
+	t.Helper()
+	raw, err := framework.Kubeconfig(fleet.Hub.AdminConfig(), "hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "hub.kubeconfig")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
