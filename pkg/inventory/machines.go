@@ -125,25 +125,54 @@ func (v *View) machineIndex(m MachineType) int {
 	return i
 }
 
+// offerProblem is why a cluster does not offer a machine request's type.
+type offerProblem uint8
+
+const (
+	offered offerProblem = iota
+	unreportedLabel
+	noGroup
+	noType
+	noNodeWithFeatures
+)
+
 // machineOffer returns the index of r's machine type in v.machines when the
 // cluster offers it to r: it reports the type, and r's features are on
 // reported labels and some schedulable node has them. Otherwise it returns -1
-// and why not. r must be a machine request.
-func (v *View) machineOffer(r *Request) (int, string) {
-	if key, unknown := v.Unreported(r.sel); unknown {
-		return -1, unreportedText(key)
+// and the problem, which offerText words; it allocates nothing, as Place
+// calls it. r must be a machine request.
+func (v *View) machineOffer(r *Request) (int, offerProblem) {
+	if _, unknown := v.Unreported(r.sel); unknown {
+		return -1, unreportedLabel
 	}
 	i := v.machineIndex(*r.machine)
 	if i < 0 {
 		if _, found := slices.BinarySearch(v.machineGroups, r.machine.Group); !found {
-			return -1, fmt.Sprintf("cluster reports no machine group %s", r.machine.Group)
+			return -1, noGroup
 		}
-		return -1, fmt.Sprintf("machine group %s has no type %s", r.machine.Group, r.machine.Name)
+		return -1, noType
 	}
 	if !v.labelledNode(r.sel) {
-		return -1, fmt.Sprintf("%s: no schedulable node with %s", r.machine, r.sel.String())
+		return -1, noNodeWithFeatures
 	}
-	return i, ""
+	return i, offered
+}
+
+// offerText says why the cluster does not offer r's machine type; it is
+// empty when it does.
+func (v *View) offerText(r *Request, p offerProblem) string {
+	switch p {
+	case unreportedLabel:
+		key, _ := v.Unreported(r.sel)
+		return unreportedText(key)
+	case noGroup:
+		return fmt.Sprintf("cluster reports no machine group %s", r.machine.Group)
+	case noType:
+		return fmt.Sprintf("machine group %s has no type %s", r.machine.Group, r.machine.Name)
+	case noNodeWithFeatures:
+		return fmt.Sprintf("%s: no schedulable node with %s", r.machine, r.sel.String())
+	}
+	return ""
 }
 
 // labelledNode reports whether some schedulable node has the features sel
@@ -174,8 +203,8 @@ func (v *View) OffersMachineType(r *Request) (bool, string) {
 	if r.machine == nil {
 		return true, ""
 	}
-	_, why := v.machineOffer(r)
-	return why == "", why
+	_, p := v.machineOffer(r)
+	return p == offered, v.offerText(r, p)
 }
 
 // FreeMachines returns how many machines of r's type the cluster reports free
@@ -186,9 +215,9 @@ func (v *View) FreeMachines(r *Request) (int64, string) {
 	if r.machine == nil {
 		return 0, ""
 	}
-	i, why := v.machineOffer(r)
+	i, p := v.machineOffer(r)
 	if i < 0 {
-		return 0, why
+		return 0, v.offerText(r, p)
 	}
 	return v.machines[i].free, ""
 }

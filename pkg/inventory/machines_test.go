@@ -215,3 +215,26 @@ func BenchmarkAllocationPlaceMachines(b *testing.B) {
 		a.Place(r, 2)
 	}
 }
+
+// TestPlaceMachinesAllocatesNothing: placing machine requests, whether the cluster offers the
+// type or not, allocates nothing once an Allocation has been reset, as HardwareFit does per
+// cluster.
+func TestPlaceMachinesAllocatesNothing(t *testing.T) {
+	v := NewView(machineStatus(t, machineGroup("general-machine", "compute-xlarge", 2, 0)))
+	requests := []*Request{
+		mustMachineRequest(t, "general-machine", "compute-xlarge"),
+		mustMachineRequest(t, "general-machine", "compute-medium"),
+		mustMachineRequest(t, "other", "compute-xlarge"),
+		mustMachineRequest(t, "general-machine", "compute-xlarge", req("topology.kubernetes.io/zone", corev1.NodeSelectorOpIn, "b")),
+		mustMachineRequest(t, "general-machine", "compute-xlarge", req("example.com/rack", corev1.NodeSelectorOpIn, "r1")),
+	}
+	a := v.Allocate()
+	if n := testing.AllocsPerRun(100, func() {
+		a.Reset(v)
+		for _, r := range requests {
+			a.Place(r, 2)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per run, want none", n)
+	}
+}

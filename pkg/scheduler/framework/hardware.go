@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,8 +38,9 @@ func (r *Request) KeepsDecided() bool {
 // and why not. For a cluster the placement does not decide (decided false) that is the full
 // check: a fresh inventory, every label the consumers require reported, and all replicas
 // placed together after the active reservations of other placements (placementKey names the
-// placement being scheduled, whose own reservations are not subtracted). For a decided one it
-// is the relaxed check of stillFits.
+// placement being scheduled, whose own reservations are not subtracted); a machine consumer's
+// replicas take free machines of its type instead of room on nodes. For a decided one it is the
+// relaxed check of stillFits.
 func (c *ClusterInfo) FitsHardware(consumers []*hpa.Consumer, placementKey string, decided bool, now time.Time) (bool, string) {
 	if decided {
 		return c.stillFits(consumers)
@@ -98,16 +100,21 @@ func (c *ClusterInfo) fits(consumers []*hpa.Consumer, placementKey string, now t
 // machineShortage is why a machine consumer's replicas did not all get a free machine: left is
 // how many of the type's free machines were left for it (Place took them all), after the other
 // consumers and the in-flight reservations of other placements.
+//
+// It words the shortage as inventory.MachineShortage does, built at once since a filter over a
+// large fleet builds it for every cluster short of machines.
 func (c *ClusterInfo) machineShortage(cs *hpa.Consumer, m inventory.MachineType, left, wanted int64) string {
 	free, why := c.View.FreeMachines(cs.Request)
 	switch {
 	case why != "":
 		return fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
 	case free > left:
-		return fmt.Sprintf("consumer %s/%s: %s (%d reported free, %d of them taken by other consumers and in-flight placements)",
-			cs.Intent, cs.Name, inventory.MachineShortage(m, left, wanted), free, free-left)
+		return fmt.Sprintf("consumer %s/%s: %s/%s: %d free, %d wanted (%d reported free, %d of them taken by other consumers and in-flight placements)",
+			cs.Intent, cs.Name, m.Group, m.Name, left, wanted, free, free-left)
 	}
-	return fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, inventory.MachineShortage(m, left, wanted))
+	// Concatenated rather than formatted: it is one allocation, where Sprintf boxes each argument.
+	return "consumer " + cs.Intent + "/" + cs.Name + ": " + m.Group + "/" + m.Name + ": " +
+		strconv.FormatInt(left, 10) + " free, " + strconv.FormatInt(wanted, 10) + " wanted"
 }
 
 // stillFits is the check for a cluster the placement already decides: its own pods may already
