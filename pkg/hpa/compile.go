@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
@@ -36,7 +37,12 @@ func Compile(in *v1alpha1.HPAIntent) (*Intent, error) {
 	for i := range out.Consumers {
 		c := &out.Consumers[i]
 		c.Intent = in.Name
-		if c.Request, err = inventory.NewRequest(c.Requests, c.Features, out.Tolerations(c)); err != nil {
+		if c.MachineType != nil {
+			c.Request, err = inventory.NewMachineRequest(machineType(c.MachineType), c.Features)
+		} else {
+			c.Request, err = inventory.NewRequest(c.Requests, c.Features, out.Tolerations(c))
+		}
+		if err != nil {
 			return nil, fmt.Errorf("consumer %q: %w", c.Name, err)
 		}
 		for k := range c.Optional {
@@ -51,15 +57,24 @@ func Compile(in *v1alpha1.HPAIntent) (*Intent, error) {
 
 // compileOptional is one replica of c with o met as well: o's amount replaces
 // a mandatory amount of the same resource, and o's feature joins the
-// mandatory ones, as the delivered pod will have them (pkg/mutation).
+// mandatory ones, as the delivered pod will have them (pkg/mutation). An
+// optional machine type is a machine of that type for the replica, with the
+// mandatory features; an optional feature of a consumer that takes a machine
+// type is a machine of that type on a node with the feature.
 func compileOptional(r *Resolved, c *Consumer, o *OptionalRequirement) (*inventory.Request, error) {
-	requests := c.Requests.DeepCopy()
-	for name, q := range o.Requests {
-		requests[name] = q
-	}
 	features := c.Features
 	if o.Feature != nil {
 		features = append(features[:len(features):len(features)], *o.Feature)
+	}
+	switch {
+	case o.MachineType != nil:
+		return inventory.NewMachineRequest(machineType(o.MachineType), features)
+	case c.MachineType != nil:
+		return inventory.NewMachineRequest(machineType(c.MachineType), features)
+	}
+	requests := c.Requests.DeepCopy()
+	for name, q := range o.Requests {
+		requests[name] = q
 	}
 	// A pod that meets an optional amount requests it, so it also tolerates that
 	// resource's taint, such as nvidia.com/gpu:NoSchedule on GPU nodes.
@@ -68,8 +83,16 @@ func compileOptional(r *Resolved, c *Consumer, o *OptionalRequirement) (*invento
 	return inventory.NewRequest(requests, features, r.Tolerations(&withOptional))
 }
 
+// machineType is the inventory's name for a machine type requirement.
+func machineType(m *v1alpha1.MachineTypeRequirement) inventory.MachineType {
+	return inventory.MachineType{Group: m.Group, Name: m.Name}
+}
+
 // Amounts is what the consumer's replicas request in all: requests ×
-// replicas, per resource, without zero amounts.
+// replicas, per resource, without zero amounts. A consumer that takes a
+// machine type counts its replicas as machines of the type's pseudo resource
+// (inventory.MachineResourceName), which reservations compare with the
+// cluster's machines in use (see framework.RequestedTotals).
 func (c *Consumer) Amounts() corev1.ResourceList {
 	out := corev1.ResourceList{}
 	c.addAmounts(out)
@@ -89,6 +112,12 @@ func (c *Consumer) addAmounts(out corev1.ResourceList) {
 	if c.Replicas <= 0 {
 		return
 	}
+	if c.MachineType != nil {
+		name := inventory.MachineResourceName(machineType(c.MachineType))
+		sum := out[name]
+		sum.Add(*resource.NewQuantity(int64(c.Replicas), resource.DecimalSI))
+		out[name] = sum
+	}
 	for name, q := range c.Requests {
 		if q.IsZero() {
 			continue
@@ -103,7 +132,8 @@ func (c *Consumer) addAmounts(out corev1.ResourceList) {
 
 // MeetsOptional reports whether a cluster's nodes can host every replica of
 // the consumer with the optional requirement o met as well (at least one
-// replica for a consumer of none). The scheduler scores what it meets, and
+// replica for a consumer of none); for a machine type, whether the cluster
+// has a free machine of that type for every replica. The scheduler scores what it meets, and
 // delivery applies what it meets.
 func (c *Consumer) MeetsOptional(v *inventory.View, o *OptionalRequirement) bool {
 	if v == nil || o.Request == nil {

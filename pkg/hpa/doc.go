@@ -38,5 +38,10 @@
 //     scheduler puts the pods where the hub found room.
 //
 // The scheduler, its plugins and the controllers read only Intent and
-// inventory.Request, so they need no change.
+// inventory.Request, so they need no change, with one exception for a kind
+// that is not an amount on a node: a reservation is seen through the
+// cluster's requested totals, so such a kind adds a pseudo resource to
+// Consumer.Amounts and framework.RequestedTotals, as machine types do
+// (inventory.MachineResourceName, counted from the types' usage.used), and
+// HardwareFit words its shortage (framework.ClusterInfo.FitsHardware).
 package hpa

@@ -39,6 +39,9 @@ import (
 type Allocation struct {
 	view   *View
 	shapes []allocShape // indexed like view.shapes
+	// machinesTaken counts, indexed like view.machines, the free machines
+	// placed replicas have taken.
+	machinesTaken []int64
 
 	// Backing stores for the vectors copied and the free amounts made here.
 	vectorArena []viewVector
@@ -136,6 +139,8 @@ func (a *Allocation) Reset(v *View) {
 	for i := range v.shapes {
 		a.shapes[i] = allocShape{vectors: v.shapes[i].vectors}
 	}
+	a.machinesTaken = slices.Grow(a.machinesTaken[:0], len(v.machines))[:len(v.machines)]
+	clear(a.machinesTaken)
 	// Nothing refers to the arenas any more, so they are reused from the
 	// start.
 	a.vectorArena, a.arena = a.vectorArena[:0], a.arena[:0]
@@ -162,9 +167,16 @@ func (a *Allocation) Reset(v *View) {
 //
 // For a single request every chosen node takes as many replicas as fit on
 // it, so a fresh Allocation places min(replicas, View.MaxReplicas(r)).
+//
+// A machine request takes one free machine of its type per replica, from
+// those no earlier Place took, and no node capacity: the machines' reservation
+// pods already hold it.
 func (a *Allocation) Place(r *Request, replicas int64) int64 {
 	if replicas <= 0 {
 		return 0
+	}
+	if r.machine != nil {
+		return a.placeMachines(r, replicas)
 	}
 	a.candidates(r)
 	placed := int64(0)

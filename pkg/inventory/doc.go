@@ -42,6 +42,20 @@
 // rounding loses less than one step per resource per node, and truncation
 // loses what the merged nodes had above their group's minimum.
 //
+// # Machine types
+//
+// A report also lists the cluster's MachineGroups with, per machine type,
+// how many machines are free: usage.reserved, running reservation pods no
+// guest has taken. A machine request (NewMachineRequest) takes one of them per
+// replica and no node capacity, since the reservation pod already holds it
+// and the guest takes its place. An Allocation counts the machines it has
+// given out per type, so that replicas placed together never take the same
+// machine twice. The report does not say on which nodes the free machines are,
+// so a machine request's features are checked against the schedulable nodes
+// as a whole (see View.FreeMachines): exact for types bound to node pools of
+// one kind, optimistic for a type whose free machines sit on nodes without
+// the features while other nodes have them.
+//
 // The report's size depends on the number of shapes (each with a bounded
 // number of vectors), not on the number of nodes. It was computed at one
 // instant: pods scheduled since then are not in it, which the

@@ -20,12 +20,15 @@ import (
 // all be free on one node, and the Selector that node must pass. Zero
 // amounts are no constraint. Each replica also takes one pod slot on nodes
 // that report allocatable "pods" (all real nodes do), unless the request
-// names a different number of "pods" itself. A Request is read-only once
-// built.
+// names a different number of "pods" itself. A machine request
+// (NewMachineRequest) instead takes one free machine of a MachineGroup's type
+// per replica, and no amounts. A Request is read-only once built.
 type Request struct {
 	sel     *Selector
 	amounts Vector // without pods
 	pods    int64  // pod slots per replica, in milli
+	// machine is the machine type each replica takes; nil for amounts.
+	machine *MachineType
 }
 
 // NewRequest compiles a request; see NewSelector for what it rejects, and
@@ -70,6 +73,11 @@ type View struct {
 	// reported selects the labels the cluster's agent reports; a Selector
 	// on another key matches no node (see Unreported).
 	reported labelFilter
+
+	// machines are the machine types of the cluster's MachineGroups, sorted
+	// by group and name, and machineGroups the groups' names, sorted.
+	machines      []viewMachine
+	machineGroups []string
 
 	// packingOnce guards packing, the scales Allocations use, computed on
 	// the first Allocate so that views that are never allocated do not pay.
@@ -131,6 +139,7 @@ func NewView(st *v1alpha1.ClusterInventoryStatus) *View {
 		}
 		v.shapes = append(v.shapes, s)
 	}
+	v.indexMachines(st)
 	return v
 }
 
@@ -204,9 +213,14 @@ func (s *viewShape) usable(sel *Selector) bool {
 // amount is ever split across nodes. The count is a lower bound of what the
 // real nodes can take; exact is true when it is exactly what the reported
 // (grid-rounded) free amounts allow, which holds when no usable shape was
-// truncated. The count saturates at MaxInt64 when nothing constrains r.
+// truncated. The count saturates at MaxInt64 when nothing constrains r. For a
+// machine request it is FreeMachines, which is exact.
 func (v *View) MaxReplicas(r *Request) (count int64, exact bool) {
 	exact = true
+	if r.machine != nil {
+		count, _ = v.FreeMachines(r)
+		return count, exact
+	}
 	if _, unknown := v.Unreported(r.sel); unknown {
 		return 0, exact
 	}
@@ -259,8 +273,12 @@ func (v *View) FreeOnBestNode(name corev1.ResourceName, sel *Selector) (resource
 // free at once. When none has, the message says why, in the terms of the
 // first obstacle met: a label the cluster does not report, no schedulable
 // node, none with the features, none tolerating the taints, or the
-// resources, with the best a node offers.
+// resources, with the best a node offers. For a machine request it reports
+// whether the cluster has a machine of its type free (see FreeMachines).
 func (v *View) FitsOnOneNode(r *Request) (bool, string) {
+	if r.machine != nil {
+		return v.fitsMachine(r)
+	}
 	if key, unknown := v.Unreported(r.sel); unknown {
 		return false, unreportedText(key)
 	}

@@ -58,11 +58,20 @@ func GrantDelivery(ctx context.Context, spoke *ControlPlane, namespaces ...strin
 	return nil
 }
 
+// AgentOption changes the reporter options StartAgent runs with.
+type AgentOption func(*reporter.Options)
+
+// WithMachineGroups makes the agent report the spoke's MachineGroups, as fleetfit-agent does
+// with --machine-groups.
+func WithMachineGroups() AgentOption {
+	return func(o *reporter.Options) { o.MachineGroups = true }
+}
+
 // StartAgent runs fleetfit-agent's reporter for cluster in-process, with the identities
 // deploy/agent grants (the spoke's ServiceAccount, the hub user system:fleetfit:agent:<cluster>;
 // see ApplyAgentRBAC), until ctx ends. It returns a channel that receives the reporter's result
 // when it stops.
-func StartAgent(ctx context.Context, hub, spoke *ControlPlane, cluster string, minInterval time.Duration) (<-chan error, error) {
+func StartAgent(ctx context.Context, hub, spoke *ControlPlane, cluster string, minInterval time.Duration, opts ...AgentOption) (<-chan error, error) {
 	spokeCfg, err := spoke.UserConfig(agentServiceAccount, "system:serviceaccounts")
 	if err != nil {
 		return nil, err
@@ -71,11 +80,16 @@ func StartAgent(ctx context.Context, hub, spoke *ControlPlane, cluster string, m
 	if err != nil {
 		return nil, err
 	}
+	ropts := reporter.Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval}
+	for _, o := range opts {
+		o(&ropts)
+	}
 	c, err := reporter.New(reporter.Clients{
-		Spoke:      kubernetes.NewForConfigOrDie(spokeCfg),
-		Hub:        fleetfitclient.NewForConfigOrDie(hubCfg),
-		HubCluster: clusterclient.NewForConfigOrDie(hubCfg),
-	}, reporter.Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval})
+		Spoke:         kubernetes.NewForConfigOrDie(spokeCfg),
+		Hub:           fleetfitclient.NewForConfigOrDie(hubCfg),
+		HubCluster:    clusterclient.NewForConfigOrDie(hubCfg),
+		SpokeFleetfit: fleetfitclient.NewForConfigOrDie(spokeCfg),
+	}, ropts)
 	if err != nil {
 		return nil, err
 	}

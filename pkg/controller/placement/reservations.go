@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -65,12 +66,19 @@ func persistedReservations(in *fleetfitv1alpha1.HPAIntent, snap *framework.Snaps
 	for _, name := range sets.List(added) {
 		r := fleetfitv1alpha1.ClusterReservation{ClusterName: name, Since: metav1.NewTime(now)}
 		if i, ok := snap.Index(name); ok && snap.Cluster(i).Inventory != nil {
-			for _, res := range snap.Cluster(i).Inventory.Status.Resources {
+			inv := snap.Cluster(i).Inventory
+			for _, res := range inv.Status.Resources {
 				if _, ok := amounts[res.Name]; ok {
-					if r.RequestedBefore == nil {
-						r.RequestedBefore = corev1.ResourceList{}
-					}
-					r.RequestedBefore[res.Name] = res.Requested
+					r.RequestedBefore = setRequested(r.RequestedBefore, res.Name, res.Requested)
+				}
+			}
+			// Machines in use too, so that a reservation of machines is seen after a
+			// restart as well (see framework.RequestedTotals).
+			inUse := map[corev1.ResourceName]int64{}
+			inventory.MachinesInUse(&inv.Status, inUse)
+			for name, milli := range inUse {
+				if _, ok := amounts[name]; ok {
+					r.RequestedBefore = setRequested(r.RequestedBefore, name, *resource.NewMilliQuantity(milli, resource.DecimalSI))
 				}
 			}
 		}
@@ -83,6 +91,14 @@ func persistedReservations(in *fleetfitv1alpha1.HPAIntent, snap *framework.Snaps
 		out = out[:maxPersistedReservations]
 	}
 	return out
+}
+
+func setRequested(list corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) corev1.ResourceList {
+	if list == nil {
+		list = corev1.ResourceList{}
+	}
+	list[name] = q
+	return list
 }
 
 // seen reports whether the cluster's current inventory shows the reserved amounts consumed.

@@ -68,3 +68,49 @@ func TestPersistedReservations(t *testing.T) {
 		t.Errorf("an intent with no amounts holds reservations %v", got)
 	}
 }
+
+// TestPersistedMachineReservations: a reservation of machines records the cluster's machines
+// in use of the type when it is decided, and ends once they have grown by the replicas, which is
+// what a hub restarted later compares them with.
+func TestPersistedMachineReservations(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	node := utiltesting.MakeNode("n").Resource(corev1.ResourceCPU, "16").Obj()
+	// inUse is a cluster whose group general-machine has used compute-xlarge taken by guests.
+	inUse := func(name string, used int32) *fleetfitv1alpha1.ClusterInventory {
+		inv := utiltesting.MakeInventory(name, now, []*corev1.Node{node})
+		inv.Status.MachineGroups = []fleetfitv1alpha1.ReportedMachineGroup{utiltesting.MakeReportedMachineGroup("general-machine",
+			utiltesting.MakeReportedMachineType("compute-xlarge", 4, 4-used, used))}
+		return inv
+	}
+	fleet := cachetest.Fleet{Inventories: []*fleetfitv1alpha1.ClusterInventory{
+		inUse("new", 1),
+		// Both guests of the intent run on "running": 2 more in use than when it was decided.
+		inUse("running", 3),
+		inUse("kept", 2),
+	}}
+	for _, c := range []string{"new", "running", "kept"} {
+		fleet.Clusters = append(fleet.Clusters, utiltesting.MakeCluster(c).Obj())
+	}
+	snap := fleet.Snapshot()
+	intent := utiltesting.MakeHPAIntent("trainer", "app").Placement("p").Consumer(
+		utiltesting.MakeConsumer("trainer").Target("Deployment", "trainer", "main").Replicas(2).
+			Requirement(utiltesting.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj()).Obj(),
+	).Obj()
+	const machines = "machines.fleetfit.io/general-machine.compute-xlarge"
+	since := metav1.NewTime(now.Add(-time.Minute))
+	oneInUse := corev1.ResourceList{machines: resource.MustParse("1")}
+	intent.Status.Reservations = []fleetfitv1alpha1.ClusterReservation{
+		{ClusterName: "running", Since: since, RequestedBefore: oneInUse},
+		{ClusterName: "kept", Since: since, RequestedBefore: oneInUse},
+	}
+	after := []scheduler.Decision{{ClusterName: "kept"}, {ClusterName: "new"}, {ClusterName: "running"}}
+
+	got := persistedReservations(intent, snap, []string{"running", "kept"}, after, now, 5*time.Minute)
+	want := []fleetfitv1alpha1.ClusterReservation{
+		{ClusterName: "kept", Since: since, RequestedBefore: oneInUse},
+		{ClusterName: "new", Since: metav1.NewTime(now), RequestedBefore: oneInUse},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reservations (-want,+got):\n%s", diff)
+	}
+}

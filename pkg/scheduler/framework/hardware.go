@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,8 +38,9 @@ func (r *Request) KeepsDecided() bool {
 // and why not. For a cluster the placement does not decide (decided false) that is the full
 // check: a fresh inventory, every label the consumers require reported, and all replicas
 // placed together after the active reservations of other placements (placementKey names the
-// placement being scheduled, whose own reservations are not subtracted). For a decided one it
-// is the relaxed check of stillFits.
+// placement being scheduled, whose own reservations are not subtracted); a machine consumer's
+// replicas take free machines of its type instead of room on nodes. For a decided one it is the
+// relaxed check of stillFits.
 func (c *ClusterInfo) FitsHardware(consumers []*hpa.Consumer, placementKey string, decided bool, now time.Time) (bool, string) {
 	if decided {
 		return c.stillFits(consumers)
@@ -81,6 +83,9 @@ func (c *ClusterInfo) fits(consumers []*hpa.Consumer, placementKey string, now t
 		if placed >= replicas {
 			continue
 		}
+		if m, ok := cs.Request.MachineType(); ok {
+			return false, c.machineShortage(cs, m, placed, replicas)
+		}
 		if ok, why := c.View.FitsOnOneNode(cs.Request); !ok {
 			return false, fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
 		}
@@ -92,10 +97,31 @@ func (c *ClusterInfo) fits(consumers []*hpa.Consumer, placementKey string, now t
 	return true, ""
 }
 
+// machineShortage is why a machine consumer's replicas did not all get a free machine: left is
+// how many of the type's free machines were left for it (Place took them all), after the other
+// consumers and the in-flight reservations of other placements.
+//
+// It words the shortage as inventory.MachineShortage does, built at once since a filter over a
+// large fleet builds it for every cluster short of machines.
+func (c *ClusterInfo) machineShortage(cs *hpa.Consumer, m inventory.MachineType, left, wanted int64) string {
+	free, why := c.View.FreeMachines(cs.Request)
+	switch {
+	case why != "":
+		return fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
+	case free > left:
+		return fmt.Sprintf("consumer %s/%s: %s/%s: %d free, %d wanted (%d reported free, %d of them taken by other consumers and in-flight placements)",
+			cs.Intent, cs.Name, m.Group, m.Name, left, wanted, free, free-left)
+	}
+	// Concatenated rather than formatted: it is one allocation, where Sprintf boxes each argument.
+	return "consumer " + cs.Intent + "/" + cs.Name + ": " + m.Group + "/" + m.Name + ": " +
+		strconv.FormatInt(left, 10) + " free, " + strconv.FormatInt(wanted, 10) + " wanted"
+}
+
 // stillFits is the check for a cluster the placement already decides: its own pods may already
 // run there and take the room they need, so only the nodes' features are checked again, from
 // the last report however old (a consumer whose required features no schedulable node has any
-// more loses the cluster). A feature on a label the cluster does not report is unknown there,
+// more loses the cluster). A machine consumer's guests hold the machines they took, so it keeps
+// the cluster while the cluster reports its group and type (and a node with its features). A feature on a label the cluster does not report is unknown there,
 // not missing, so it keeps the cluster, as silence does: the agent is told which keys to
 // report and answers within one report.
 func (c *ClusterInfo) stillFits(consumers []*hpa.Consumer) (bool, string) {
@@ -104,6 +130,12 @@ func (c *ClusterInfo) stillFits(consumers []*hpa.Consumer) (bool, string) {
 	}
 	for _, cs := range consumers {
 		if _, unknown := c.View.Unreported(cs.Request.Selector()); unknown {
+			continue
+		}
+		if _, ok := cs.Request.MachineType(); ok {
+			if ok, why := c.View.OffersMachineType(cs.Request); !ok {
+				return false, fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
+			}
 			continue
 		}
 		if !c.View.HasNode(cs.Request.Selector()) {

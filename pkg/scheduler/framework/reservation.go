@@ -18,9 +18,10 @@ type Reservation struct {
 	// Request and Replicas are what to subtract: Replicas pods of Request.
 	Request  *inventory.Request
 	Replicas int64
-	// Amounts is the total the reservation stands for (requests × replicas), and Base the
-	// cluster's requested totals (milli) when it was made: once the inventory's requested
-	// totals have grown by Amounts, the pods are running and the reservation is dropped.
+	// Amounts is the total the reservation stands for (requests × replicas, and replicas
+	// machines of a machine type's pseudo resource), and Base the cluster's requested totals
+	// (milli, see RequestedTotals) when it was made: once the inventory's requested totals have
+	// grown by Amounts, the pods are running and the reservation is dropped.
 	Amounts corev1.ResourceList
 	Base    map[corev1.ResourceName]int64
 	// Until is when the reservation lapses even if the inventory never shows the pods.
@@ -41,7 +42,9 @@ func (r *Reservation) Seen(requested map[corev1.ResourceName]int64) bool {
 	return true
 }
 
-// RequestedTotals returns the cluster's requested totals in milli-units by resource.
+// RequestedTotals returns the cluster's requested totals in milli-units by resource, and the
+// machines in use per machine type under its pseudo resource (inventory.MachinesInUse): a guest
+// takes over a reservation pod of its own size, so only that count shows it started.
 func RequestedTotals(inv *fleetfitv1alpha1.ClusterInventory) map[corev1.ResourceName]int64 {
 	out := map[corev1.ResourceName]int64{}
 	if inv == nil {
@@ -50,5 +53,6 @@ func RequestedTotals(inv *fleetfitv1alpha1.ClusterInventory) map[corev1.Resource
 	for _, r := range inv.Status.Resources {
 		out[r.Name] = inventory.MilliOf(r.Requested)
 	}
+	inventory.MachinesInUse(&inv.Status, out)
 	return out
 }

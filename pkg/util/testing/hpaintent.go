@@ -154,6 +154,19 @@ func MakeFeature(name, key string) *RequirementWrapper {
 	return MakeRequirement(name).Feature(key)
 }
 
+// MakeMachineType starts a mandatory requirement for one machine of a
+// MachineGroup's type per replica.
+func MakeMachineType(name, group, machineType string) *RequirementWrapper {
+	return MakeRequirement(name).MachineType(group, machineType)
+}
+
+// MachineType sets the machine type, leaving a resource or feature in place,
+// like Resource.
+func (w *RequirementWrapper) MachineType(group, name string) *RequirementWrapper {
+	w.ResourceRequirement.MachineType = &v1alpha1.MachineTypeRequirement{Group: group, Name: name}
+	return w
+}
+
 // Obj returns a copy of the requirement built so far.
 func (w *RequirementWrapper) Obj() v1alpha1.ResourceRequirement {
 	return *w.DeepCopy()

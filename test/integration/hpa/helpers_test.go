@@ -47,7 +47,7 @@ var (
 )
 
 // startAgents registers the spokes as managed clusters of the hub, creates their cluster set,
-// and runs one fleetfit agent per spoke for the rest of the package. It runs once, on the
+// and runs one fleetfit agent per spoke, reporting MachineGroups too, for the rest of the package. It runs once, on the
 // first test that needs it.
 func startAgents(t *testing.T) {
 	t.Helper()
@@ -68,7 +68,7 @@ func startAgents(t *testing.T) {
 				agentsErr = fmt.Errorf("agent RBAC of %s: %w", name, err)
 				return
 			}
-			done, err := framework.StartAgent(ctx, fleet.Hub, spoke, name, agentMinInterval)
+			done, err := framework.StartAgent(ctx, fleet.Hub, spoke, name, agentMinInterval, framework.WithMachineGroups())
 			if err != nil {
 				agentsErr = fmt.Errorf("starting the agent of %s: %w", name, err)
 				return

@@ -54,11 +54,58 @@ func benchInventory(kind int) fleetfitv1alpha1.ClusterInventoryStatus {
 // inventory reports, as real fleets have few distinct cluster shapes; each still gets its own
 // View, as the hub's cache builds them.
 func BenchmarkHardwareFit(b *testing.B) {
+	benchmarkHardwareFit(b, nil, intent(
+		gpuConsumer("train", 2).
+			Requirement(st.MakeResource("memory", "memory").Requests("16Gi").Obj()).
+			Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100")),
+		consumer("web", 10, "2").Requirement(st.MakeResource("memory", "memory").Requests("4Gi").Obj()),
+	))
+}
+
+// BenchmarkHardwareFitMachineTypes is BenchmarkHardwareFit for the same demand as machine
+// types: 2 replicas of gpu-machine/a100-x1 on A100 nodes and 10 of general-machine/
+// compute-medium, on the same reports with two machine groups of four types each added. As
+// there, the clusters of kind 9 cannot take the intent (too few compute-medium free), the others
+// can. The issue wants it to cost no more than 1.2× BenchmarkHardwareFit.
+func BenchmarkHardwareFitMachineTypes(b *testing.B) {
+	groups := func(kind int) []fleetfitv1alpha1.ReportedMachineGroup {
+		free := int32(12)
+		if kind == 9 {
+			free = 5
+		}
+		return []fleetfitv1alpha1.ReportedMachineGroup{
+			st.MakeReportedMachineGroup("general-machine",
+				st.MakeReportedMachineType("compute-large", 8, 4, 4),
+				st.MakeReportedMachineType("compute-medium", 2*free, free, free),
+				st.MakeReportedMachineType("compute-small", 8, 8, 0),
+				st.MakeReportedMachineType("compute-xlarge", 4, 2, 2)),
+			st.MakeReportedMachineGroup("gpu-machine",
+				st.MakeReportedMachineType("a100-x1", 4, 2, 2),
+				st.MakeReportedMachineType("a100-x2", 4, 2, 2),
+				st.MakeReportedMachineType("a100-x4", 2, 1, 1),
+				st.MakeReportedMachineType("a100-x8", 1, 1, 0)),
+		}
+	}
+	benchmarkHardwareFit(b, groups, intent(
+		st.MakeConsumer("train").Target("Deployment", "train", "main").Replicas(2).
+			Requirement(st.MakeMachineType("a100", "gpu-machine", "a100-x1").Obj()).
+			Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100")),
+		st.MakeConsumer("web").Target("Deployment", "web", "main").Replicas(10).
+			Requirement(st.MakeMachineType("medium", "general-machine", "compute-medium").Obj()),
+	))
+}
+
+// benchmarkHardwareFit filters 10,000 clusters with inventories of ten kinds (benchInventory,
+// with the machine groups groups returns for the kind when groups is set) for hpaIntent.
+func benchmarkHardwareFit(b *testing.B, groups func(kind int) []fleetfitv1alpha1.ReportedMachineGroup, hpaIntent *fleetfitv1alpha1.HPAIntent) {
 	const numClusters, kinds = 10000, 10
 	statuses := make([]fleetfitv1alpha1.ClusterInventoryStatus, kinds)
 	for k := range statuses {
 		statuses[k] = benchInventory(k)
 		statuses[k].ObservedAt = metav1.NewTime(now)
+		if groups != nil {
+			statuses[k].MachineGroups = groups(k)
+		}
 	}
 	// The hub's cache compiles the intent once for all cycles, as in the hub.
 	in := framework.SnapshotInput{Intents: cache.New()}
@@ -74,12 +121,6 @@ func BenchmarkHardwareFit(b *testing.B) {
 	}
 	in.Clusters = nil
 
-	hpaIntent := intent(
-		gpuConsumer("train", 2).
-			Requirement(st.MakeResource("memory", "memory").Requests("16Gi").Obj()).
-			Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100")),
-		consumer("web", 10, "2").Requirement(st.MakeResource("memory", "memory").Requests("4Gi").Obj()),
-	)
 	hpaIntent.UID, hpaIntent.Generation = "bench", 1
 	req := request(snap, []*fleetfitv1alpha1.HPAIntent{hpaIntent})
 	candidates := framework.NewFullBitset(numClusters)

@@ -25,6 +25,12 @@
 // is not chosen anew for a mandatory one ("cluster X does not report label gpu yet"), a
 // decided cluster is kept, as with silence, and an optional one does not score.
 //
+// A consumer that takes a machine type needs, instead of room on nodes, a free machine of that
+// type (a reservation pod no guest has taken, as the cluster's agent reports its MachineGroups)
+// per replica, counted together with the other consumers and the in-flight reservations like
+// amounts ("general-machine/compute-xlarge: 1 free, 2 wanted"); a decided cluster keeps passing
+// while it reports the group and type. See inventory.NewMachineRequest.
+//
 // The intents' compiled form (hpa.Intent, from the snapshot) is looked up once per cycle, in
 // PreFilter, and Filter and Score read it from the CycleState. The check of one cluster is
 // framework.ClusterInfo.FitsHardware, which the placement controller also runs per consumer
