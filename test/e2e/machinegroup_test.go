@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,11 +18,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/typed/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/install"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
@@ -114,16 +111,11 @@ func mgGuest() *appsv1.Deployment {
 func TestMachineGroupOnAManagedCluster(t *testing.T) {
 	ctx := t.Context()
 	hub := fleet.Hub
-	spoke, err := framework.StartControlPlane(ctx, mgCluster, framework.Options{ServiceAccountAdmission: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(spoke.Stop)
+	spoke, logs := startExtraSpoke(t, mgCluster, mgNodes())
 	kube := spoke.AdminClient()
 	groups := fleetfitclient.NewForConfigOrDie(spoke.AdminConfig()).FleetfitV1alpha1()
 	hubFleetfit := fleetfitclient.NewForConfigOrDie(hub.AdminConfig()).FleetfitV1alpha1()
 
-	var logs []*framework.Component
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -145,29 +137,6 @@ func TestMachineGroupOnAManagedCluster(t *testing.T) {
 		}
 	})
 
-	crds, err := manifests.SpokeCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := install.ApplyCRDs(ctx, spoke.AdminConfig(), crds); err != nil {
-		t.Fatal(err)
-	}
-	runtime, err := framework.StartPodRuntime(ctx, spoke)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs = append(logs, runtime.ControllerManager, runtime.Scheduler, runtime.Kwok)
-	for _, n := range mgNodes() {
-		if _, err := framework.CreateKwokNode(ctx, kube, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := hub.AdminClient().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mgCluster}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if err := framework.ApplyAgentRBAC(ctx, hub, spoke, mgCluster); err != nil {
-		t.Fatal(err)
-	}
 	agent, err := framework.StartAgentProcess(ctx, hub, spoke, mgCluster, agentMinInterval)
 	if err != nil {
 		t.Fatal(err)
@@ -177,18 +146,7 @@ func TestMachineGroupOnAManagedCluster(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mgGuestNS, Labels: optIn}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, func(ctx context.Context) error {
-		for _, want := range mgNodes() {
-			n, err := kube.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if err := framework.NodeSchedulable(n); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	waitSchedulable(t, spoke, mgNodes())
 	if _, err := groups.MachineGroups().Create(ctx, mgGroupObject(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,10 +21,8 @@ import (
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
-	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
-	"github.com/fleetfit/fleetfit/pkg/install"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
@@ -106,15 +104,10 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 	clusters := clusterclient.NewForConfigOrDie(hub.AdminConfig())
 	hubFleetfit := fleetfitclient.NewForConfigOrDie(hub.AdminConfig()).FleetfitV1alpha1()
 	intents := hubFleetfit.HPAIntents(mtNS)
-	spoke, err := framework.StartControlPlane(ctx, mtCluster, framework.Options{ServiceAccountAdmission: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(spoke.Stop)
+	spoke, logs := startExtraSpoke(t, mtCluster, mtNodes())
 	kube := spoke.AdminClient()
 	groups := fleetfitclient.NewForConfigOrDie(spoke.AdminConfig()).FleetfitV1alpha1()
 
-	var logs []*framework.Component
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -141,26 +134,8 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 
 	// cluster4: its CRDs, nodes, the agent and OCM's work agent, registered on the hub in the
 	// default cluster set; the hub forgets it when the test ends.
-	crds, err := manifests.SpokeCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := install.ApplyCRDs(ctx, spoke.AdminConfig(), crds); err != nil {
-		t.Fatal(err)
-	}
-	runtime, err := framework.StartPodRuntime(ctx, spoke)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs = append(logs, runtime.ControllerManager, runtime.Scheduler, runtime.Kwok)
-	for _, n := range mtNodes() {
-		if _, err := framework.CreateKwokNode(ctx, kube, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := hub.AdminClient().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mtCluster}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	// cluster4 registered on the hub in the default cluster set; the hub forgets it when the
+	// test ends.
 	mc := &clusterv1.ManagedCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: mtCluster, Labels: map[string]string{
 			"name": mtCluster, "cluster.open-cluster-management.io/clusterset": "default",
@@ -175,9 +150,6 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 			t.Errorf("deleting ManagedCluster %s: %v", mtCluster, err)
 		}
 	})
-	if err := framework.ApplyAgentRBAC(ctx, hub, spoke, mtCluster); err != nil {
-		t.Fatal(err)
-	}
 	// The grant labels the namespace for the injector; take the label away, as from a
 	// namespace made before, to see the hub's delivery put it back.
 	if err := framework.GrantDelivery(ctx, spoke, mtNS); err != nil {
@@ -202,18 +174,7 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs = append(logs, agent, work)
-	framework.Eventually(t, func(ctx context.Context) error {
-		for _, want := range mtNodes() {
-			n, err := kube.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if err := framework.NodeSchedulable(n); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	waitSchedulable(t, spoke, mtNodes())
 
 	// The group reserves both machines, and the hub sees them free.
 	if _, err := groups.MachineGroups().Create(ctx, mtGroupObject(), metav1.CreateOptions{}); err != nil {
