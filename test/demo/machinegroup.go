@@ -157,6 +157,30 @@ func showMachineGroups(ctx context.Context, con *console, f *framework.Fleet, ex
 	if err := waitPodsRunning(ctx, f, append(slices.Clone(examples), render), timeout); err != nil {
 		return fmt.Errorf("waiting for render's guests: %w", err)
 	}
+	// What the CLI shows next comes from the hub: wait until cluster2's agent has reported the
+	// guests using both machines.
+	invs := fleetfitclient.NewForConfigOrDie(f.Hub.AdminConfig()).FleetfitV1alpha1().ClusterInventories(framework.SpokeName(1))
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		inv, err := invs.Get(ctx, framework.SpokeName(1), metav1.GetOptions{})
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		for _, g := range inv.Status.MachineGroups {
+			for _, m := range g.MachineTypes {
+				if g.Name == MachineGroupName && m.Name == machineXLarge {
+					last = fmt.Errorf("the hub sees %d of compute-xlarge used and %d reserved", m.Usage.Used, m.Usage.Reserved)
+					return m.Usage.Used == 2 && m.Usage.Reserved == 0, nil
+				}
+			}
+		}
+		last = fmt.Errorf("the hub sees no compute-xlarge on %s", framework.SpokeName(1))
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for cluster2's report of render's guests: %w (last: %v)", err, last)
+	}
 	con.step("render's pods run as guests of general-machine, injected with the machine type's resources by fleetfit-agent")
 	return nil
 }
