@@ -158,8 +158,8 @@ func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int 
 			if _, ok := held[s]; !ok {
 				order = append(order, s)
 			}
-			for k := range compiled.Consumers {
-				cs := &compiled.Consumers[k]
+			for k := range compiled.Pods {
+				cs := &compiled.Pods[k]
 				if cs.Replicas <= 0 {
 					continue
 				}
