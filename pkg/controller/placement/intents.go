@@ -73,13 +73,13 @@ func Reserve(c *cache.Cache, p *clusterv1beta1.Placement, intents []*fleetfitv1a
 	for _, name := range sets.List(added) {
 		base := framework.RequestedTotals(c.Inventory(name))
 		rs := make([]framework.Reservation, 0, len(pods))
-		for _, cs := range pods {
-			if cs.Replicas <= 0 {
+		for _, pod := range pods {
+			if pod.Replicas <= 0 {
 				continue
 			}
 			rs = append(rs, framework.Reservation{
-				Placement: key, Request: cs.Request, Replicas: int64(cs.Replicas),
-				Amounts: cs.Amounts(), Base: base, Until: now.Add(timeout),
+				Placement: key, Request: pod.Request, Replicas: int64(pod.Replicas),
+				Amounts: pod.Amounts(), Base: base, Until: now.Add(timeout),
 			})
 		}
 		c.Reserve(name, key, rs, now)

@@ -159,12 +159,12 @@ func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int 
 				order = append(order, s)
 			}
 			for k := range compiled.Pods {
-				cs := &compiled.Pods[k]
-				if cs.Replicas <= 0 {
+				pod := &compiled.Pods[k]
+				if pod.Replicas <= 0 {
 					continue
 				}
-				res := reservationOf(r, cs.Amounts(), timeout)
-				res.Placement, res.Request, res.Replicas = key, cs.Request, int64(cs.Replicas)
+				res := reservationOf(r, pod.Amounts(), timeout)
+				res.Placement, res.Request, res.Replicas = key, pod.Request, int64(pod.Replicas)
 				held[s] = append(held[s], res)
 			}
 		}

@@ -59,12 +59,12 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time) 
 	if ok, why := c.fresh(now); !ok {
 		return false, why
 	}
-	for _, cs := range pods {
-		if cs.Replicas <= 0 {
+	for _, pod := range pods {
+		if pod.Replicas <= 0 {
 			continue
 		}
-		if key, unknown := c.View.Unreported(cs.Request.Selector()); unknown {
-			return false, c.unreported(cs, key)
+		if key, unknown := c.View.Unreported(pod.Request.Selector()); unknown {
+			return false, c.unreported(pod, key)
 		}
 	}
 	alloc := allocations.Get().(*inventory.Allocation)
@@ -76,25 +76,25 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time) 
 			alloc.Place(r.Request, r.Replicas)
 		}
 	}
-	for _, cs := range pods {
-		if cs.Replicas <= 0 {
+	for _, pod := range pods {
+		if pod.Replicas <= 0 {
 			continue
 		}
-		replicas := int64(cs.Replicas)
-		placed := alloc.Place(cs.Request, replicas)
+		replicas := int64(pod.Replicas)
+		placed := alloc.Place(pod.Request, replicas)
 		if placed >= replicas {
 			continue
 		}
-		if m, ok := cs.Request.MachineType(); ok {
-			return false, c.machineShortage(cs, m, placed, replicas)
+		if m, ok := pod.Request.MachineType(); ok {
+			return false, c.machineShortage(pod, m, placed, replicas)
 		}
-		if ok, why := c.View.FitsOnOneNode(cs.Request); !ok {
-			return false, cs.What + ": " + why
+		if ok, why := c.View.FitsOnOneNode(pod.Request); !ok {
+			return false, pod.What + ": " + why
 		}
 		if placed == 0 {
-			return false, cs.What + ": no node has room left for a replica once other consumers and in-flight placements are counted"
+			return false, pod.What + ": no node has room left for a replica once other consumers and in-flight placements are counted"
 		}
-		return false, fmt.Sprintf("%s: only %d of %d replicas fit on the cluster's nodes", cs.What, placed, replicas)
+		return false, fmt.Sprintf("%s: only %d of %d replicas fit on the cluster's nodes", pod.What, placed, replicas)
 	}
 	return true, ""
 }
@@ -105,17 +105,17 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time) 
 //
 // It words the shortage as inventory.MachineShortage does, built at once since a filter over a
 // large fleet builds it for every cluster short of machines.
-func (c *ClusterInfo) machineShortage(cs *hpa.Pod, m inventory.MachineType, left, wanted int64) string {
-	free, why := c.View.FreeMachines(cs.Request)
+func (c *ClusterInfo) machineShortage(pod *hpa.Pod, m inventory.MachineType, left, wanted int64) string {
+	free, why := c.View.FreeMachines(pod.Request)
 	switch {
 	case why != "":
-		return cs.What + ": " + why
+		return pod.What + ": " + why
 	case free > left:
 		return fmt.Sprintf("%s: %s/%s: %d free, %d wanted (%d reported free, %d of them taken by other consumers and in-flight placements)",
-			cs.What, m.Group, m.Name, left, wanted, free, free-left)
+			pod.What, m.Group, m.Name, left, wanted, free, free-left)
 	}
 	// Concatenated rather than formatted: it is one allocation, where Sprintf boxes each argument.
-	return cs.What + ": " + m.Group + "/" + m.Name + ": " +
+	return pod.What + ": " + m.Group + "/" + m.Name + ": " +
 		strconv.FormatInt(left, 10) + " free, " + strconv.FormatInt(wanted, 10) + " wanted"
 }
 
@@ -130,19 +130,19 @@ func (c *ClusterInfo) stillFits(pods []*hpa.Pod) (bool, string) {
 	if c.View == nil {
 		return false, NoInventory
 	}
-	for _, cs := range pods {
-		if _, unknown := c.View.Unreported(cs.Request.Selector()); unknown {
+	for _, pod := range pods {
+		if _, unknown := c.View.Unreported(pod.Request.Selector()); unknown {
 			continue
 		}
-		if _, ok := cs.Request.MachineType(); ok {
-			if ok, why := c.View.OffersMachineType(cs.Request); !ok {
-				return false, cs.What + ": " + why
+		if _, ok := pod.Request.MachineType(); ok {
+			if ok, why := c.View.OffersMachineType(pod.Request); !ok {
+				return false, pod.What + ": " + why
 			}
 			continue
 		}
-		if !c.View.HasNode(cs.Request.Selector()) {
-			_, why := c.View.FitsOnOneNode(cs.Request)
-			return false, cs.What + ": " + why
+		if !c.View.HasNode(pod.Request.Selector()) {
+			_, why := c.View.FitsOnOneNode(pod.Request)
+			return false, pod.What + ": " + why
 		}
 	}
 	return true, ""
@@ -150,8 +150,8 @@ func (c *ClusterInfo) stillFits(pods []*hpa.Pod) (bool, string) {
 
 // unreported is why a cluster is not chosen for a consumer that requires a label its agent
 // does not report (yet: the hub asks every agent for the keys intents use).
-func (c *ClusterInfo) unreported(cs *hpa.Pod, key string) string {
-	why := fmt.Sprintf("%s: cluster %s does not report label %s yet", cs.What, c.Name(), key)
+func (c *ClusterInfo) unreported(pod *hpa.Pod, key string) string {
+	why := fmt.Sprintf("%s: cluster %s does not report label %s yet", pod.What, c.Name(), key)
 	if c.Inventory != nil && c.Inventory.Status.ReportedLabels == nil {
 		// Its agent will not answer the hub's request: it predates it.
 		why += " (its fleetfit agent does not say which labels it reports, so only the default prefixes count: upgrade the agent)"
