@@ -96,12 +96,13 @@ type OptionalRequirement struct {
 
 // Resolve resolves an intent. On error it returns nil and an error joining
 // one *Problem per thing to fix (see Problems and ReasonOf). It checks in
-// three stages and stops after the first that finds problems, since later
+// four stages and stops after the first that finds problems, since later
 // stages would only repeat them: the spec as the CRD checks it at admission
 // (for intents that never went through it, such as a CLI's files), then each
 // consumer's requirements (amounts in Kubernetes units, exclusiveCPU after
 // conversion), then, when the intent carries manifests, every consumer
-// against the workload.
+// against the workload, and last the pods the consumers form (see Pod:
+// agreeing replicas, a machine type only beside features).
 func Resolve(intent *v1alpha1.HPAIntent) (*Resolved, error) {
 	if intent == nil {
 		return nil, &Problem{Reason: ReasonInvalidRequirements, Message: "no HPAIntent to resolve"}
