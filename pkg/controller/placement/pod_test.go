@@ -6,12 +6,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	testingclock "k8s.io/utils/clock/testing"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache/cachetest"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -90,5 +93,54 @@ func TestPodCandidates(t *testing.T) {
 				t.Errorf("decisions (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPodReservation: a decision reserves the pod as a whole, one replica of 6 cpu, so another
+// placement's 3-cpu pod no longer fits the 8-cpu node, and a 2-cpu one still does.
+func TestPodReservation(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := cache.New()
+	c.UpsertCluster(utiltesting.MakeCluster("big").Obj())
+	c.UpsertInventory(utiltesting.MakeInventory("big", now, []*corev1.Node{
+		utiltesting.MakeNode("b").Resource(corev1.ResourceCPU, "8").Resource(corev1.ResourceMemory, "64Gi").Obj(),
+	}))
+	container := func(name, workload, container, cpu string) fleetfitv1alpha1.ResourceConsumer {
+		return utiltesting.MakeConsumer(name).Target("Deployment", workload, container).Replicas(1).
+			Requirement(utiltesting.MakeResource("cpu", "cpu").Requests(cpu).Obj()).Obj()
+	}
+	in := utiltesting.MakeHPAIntent("web", "app").Placement("p").
+		Consumer(container("app", "web", "app", "3"), container("sidecar", "web", "sidecar", "3")).Obj()
+	Reserve(c, utiltesting.MakePlacement("p", "app").Obj(), []*fleetfitv1alpha1.HPAIntent{in}, nil,
+		[]scheduler.Decision{{ClusterName: "big"}}, now, time.Minute)
+
+	snap := c.Snapshot()
+	info := snap.Cluster(0)
+	type reservation struct {
+		Replicas int64
+		Amounts  corev1.ResourceList
+	}
+	var got []reservation
+	for _, r := range info.Reservations {
+		got = append(got, reservation{r.Replicas, r.Amounts})
+	}
+	want := []reservation{{Replicas: 1, Amounts: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reservations (-want,+got):\n%s", diff)
+	}
+
+	for cpu, wantWhy := range map[string]string{
+		"3": "consumer other/api: no node has room left for a replica once other consumers and in-flight placements are counted",
+		"2": "",
+	} {
+		other := utiltesting.MakeHPAIntent("other", "app").Placement("q").Consumer(container("api", "api", "app", cpu)).Obj()
+		compiled, err := hpa.Compile(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fits, why := info.FitsHardware([]*hpa.Pod{&compiled.Pods[0]}, "app/q", false, now)
+		if fits != (wantWhy == "") || why != wantWhy {
+			t.Errorf("a pod of %s cpu of another placement: fits %v, %q; want %q", cpu, fits, why, wantWhy)
+		}
 	}
 }
