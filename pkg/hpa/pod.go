@@ -1,6 +1,7 @@
 package hpa
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,9 +117,9 @@ func (p *Pod) machineConflict() string {
 			continue
 		}
 		if takesMachine(c) || hasAmounts(c) {
-			return "consumers " + quote(machine.Name) + " and " + quote(c.Name) + " target " + c.Target.Kind + " " + c.Target.Name +
-				", one pod, but " + quote(machine.Name) + " takes a machine type, which leaves no known room on the node for the amounts or machine type of " +
-				quote(c.Name) + "; keep only features in the other consumers of the pod, or move the amounts into a workload of their own"
+			return fmt.Sprintf("consumers %q and %q target %s %s, one pod, but %q takes a machine type, which leaves no known room on the node for the amounts or machine type of %q; "+
+				"keep only features in the other consumers of the pod, or move the amounts into a workload of their own",
+				machine.Name, c.Name, c.Target.Kind, c.Target.Name, machine.Name, c.Name)
 		}
 	}
 	return ""
@@ -151,8 +152,6 @@ func hasAmounts(c *Consumer) bool {
 	}
 	return false
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 // podRequest is one replica of the pod as a fit query, with override, when
 // not nil, standing for consumer c with one optional requirement met (its
