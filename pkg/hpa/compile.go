@@ -45,42 +45,47 @@ func Compile(in *v1alpha1.HPAIntent) (*Intent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("consumer %q: %w", c.Name, err)
 		}
-		for k := range c.Optional {
-			o := &c.Optional[k]
-			if o.Request, err = compileOptional(&out.Resolved, c, o); err != nil {
-				return nil, fmt.Errorf("consumer %q, optional requirement %q: %w", c.Name, o.Name, err)
+	}
+	for k := range out.Pods {
+		p := &out.Pods[k]
+		if len(p.Consumers) == 1 {
+			p.Request, p.What = p.Consumers[0].Request, "consumer "+in.Name+"/"+p.Name
+		} else if p.Request, err = out.podRequest(p, nil, nil, nil, nil); err != nil {
+			return nil, fmt.Errorf("consumers %q: %w", p.Name, err)
+		} else {
+			p.What = "consumers " + in.Name + "/" + p.Name
+		}
+		for _, c := range p.Consumers {
+			for k := range c.Optional {
+				o := &c.Optional[k]
+				if o.Request, err = compileOptional(&out.Resolved, p, c, o); err != nil {
+					return nil, fmt.Errorf("consumer %q, optional requirement %q: %w", c.Name, o.Name, err)
+				}
 			}
 		}
 	}
 	return out, nil
 }
 
-// compileOptional is one replica of c with o met as well: o's amount replaces
-// a mandatory amount of the same resource, and o's feature joins the
-// mandatory ones, as the delivered pod will have them (pkg/mutation). An
-// optional machine type is a machine of that type for the replica, with the
-// mandatory features; an optional feature of a consumer that takes a machine
-// type is a machine of that type on a node with the feature.
-func compileOptional(r *Resolved, c *Consumer, o *OptionalRequirement) (*inventory.Request, error) {
-	features := c.Features
-	if o.Feature != nil {
-		features = append(features[:len(features):len(features)], *o.Feature)
-	}
-	switch {
-	case o.MachineType != nil:
-		return inventory.NewMachineRequest(machineType(o.MachineType), features)
-	case c.MachineType != nil:
-		return inventory.NewMachineRequest(machineType(c.MachineType), features)
-	}
-	requests := c.Requests.DeepCopy()
-	for name, q := range o.Requests {
-		requests[name] = q
+// compileOptional is one replica of c's pod with o met as well: o's amount
+// replaces c's mandatory amount of the same resource, and o's feature joins
+// the mandatory ones, as the delivered pod will have them (pkg/mutation); the
+// pod's other containers keep their mandatory requirements. An optional
+// machine type is a machine of that type for the replica, with the pod's
+// mandatory features; an optional feature of a pod that takes a machine type
+// is a machine of that type on a node with the feature.
+func compileOptional(r *Resolved, p *Pod, c *Consumer, o *OptionalRequirement) (*inventory.Request, error) {
+	var requests corev1.ResourceList
+	if len(o.Requests) > 0 {
+		requests = c.Requests.DeepCopy()
+		for name, q := range o.Requests {
+			requests[name] = q
+		}
 	}
 	// A pod that meets an optional amount requests it, so it also tolerates that
-	// resource's taint, such as nvidia.com/gpu:NoSchedule on GPU nodes.
-	withOptional := *c
-	withOptional.Requests = requests
-	return inventory.NewRequest(requests, features, r.Tolerations(&withOptional))
+	// resource's taint, such as nvidia.com/gpu:NoSchedule on GPU nodes (podRequest
+	// adds the tolerations of the summed requests).
+	return r.podRequest(p, c, requests, o.Feature, o.MachineType)
 }
 
 // machineType is the inventory's name for a machine type requirement.

@@ -20,6 +20,10 @@ type Resolved struct {
 	// Manifests are spec.workload.manifests decoded, in their order; nil when
 	// the intent carries no workload.
 	Manifests []*unstructured.Unstructured
+	// Pods are the consumers grouped by target object, in the order of each
+	// pod's first consumer; every consumer is in exactly one. Fit checks,
+	// scores and reservations read pods, not consumers (see Pod).
+	Pods []Pod
 }
 
 // Consumer is one resolved consumer.
@@ -58,9 +62,12 @@ type Consumer struct {
 	MachineType *v1alpha1.MachineTypeRequirement
 	// Optional are the optional requirements in spec order.
 	Optional []OptionalRequirement
-	// Request is one replica's mandatory requirements as a fit query on a
-	// cluster's nodes (amounts, features and the tolerations the pods will
-	// have). Compile sets it; it is nil in what Resolve returns.
+	// Request is the consumer's own mandatory requirements for one replica
+	// as a fit query on a cluster's nodes (amounts, features and the
+	// tolerations the pods will have), as if its container were alone in
+	// the pod. Fit checks use its Pod's Request, which counts the other
+	// containers of the pod too. Compile sets it; it is nil in what Resolve
+	// returns.
 	Request *inventory.Request
 }
 
@@ -80,20 +87,22 @@ type OptionalRequirement struct {
 	// MachineType is the machine type a cluster scores for when it has a
 	// free machine of it for every replica; nil for the other kinds.
 	MachineType *v1alpha1.MachineTypeRequirement
-	// Request is one replica of the consumer with this requirement met as
-	// well, as a fit query. Compile sets it; it is nil in what Resolve
-	// returns.
+	// Request is one replica of the consumer's whole pod with this
+	// requirement met as well, as a fit query: the other containers of the
+	// pod keep their mandatory requirements. Compile sets it; it is nil in
+	// what Resolve returns.
 	Request *inventory.Request
 }
 
 // Resolve resolves an intent. On error it returns nil and an error joining
 // one *Problem per thing to fix (see Problems and ReasonOf). It checks in
-// three stages and stops after the first that finds problems, since later
+// four stages and stops after the first that finds problems, since later
 // stages would only repeat them: the spec as the CRD checks it at admission
 // (for intents that never went through it, such as a CLI's files), then each
 // consumer's requirements (amounts in Kubernetes units, exclusiveCPU after
 // conversion), then, when the intent carries manifests, every consumer
-// against the workload.
+// against the workload, and last the pods the consumers form (see Pod:
+// agreeing replicas, a machine type only beside features).
 func Resolve(intent *v1alpha1.HPAIntent) (*Resolved, error) {
 	if intent == nil {
 		return nil, &Problem{Reason: ReasonInvalidRequirements, Message: "no HPAIntent to resolve"}
@@ -129,6 +138,10 @@ func Resolve(intent *v1alpha1.HPAIntent) (*Resolved, error) {
 		if out.Consumers[i].Replicas == replicasUnset {
 			out.Consumers[i].Replicas = 1
 		}
+	}
+	out.Pods, ps = groupPods(out)
+	if len(ps) > 0 {
+		return nil, ps.err()
 	}
 	return out, nil
 }

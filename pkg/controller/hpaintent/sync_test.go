@@ -145,6 +145,16 @@ func TestValidCondition(t *testing.T) {
 				Message:            `spec.consumers[0].requirements[1].resource.name: Invalid value: "cpu": two mandatory requirements ask for amounts of the same resource, but a container has one request and one limit per resource; keep one of them, or make the other optional`,
 				LastTransitionTime: now},
 		},
+		"containers of one pod with replicas that disagree": {
+			placements: []string{"p"},
+			intent: withGeneration(utiltesting.MakeHPAIntent("x", ns).Placement("p").Consumer(
+				utiltesting.MakeConsumer("app").Target("Deployment", "web", "app").Replicas(2).Requirement(utiltesting.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj(),
+				utiltesting.MakeConsumer("sidecar").Target("Deployment", "web", "sidecar").Replicas(3).Requirement(utiltesting.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj()).Obj()),
+			want: metav1.Condition{Type: v1alpha1.ConditionValid, Status: metav1.ConditionFalse, Reason: ReasonInvalidRequirements,
+				Message: `consumers "app" (2 replicas) and "sidecar" (3 replicas) target Deployment web, so they are containers of one pod and run as many replicas; ` +
+					`give them the same replicas, or leave replicas unset on both to take the workload's`,
+				ObservedGeneration: 3, LastTransitionTime: now},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -60,26 +60,26 @@ func Reserve(c *cache.Cache, p *clusterv1beta1.Placement, intents []*fleetfitv1a
 	if added.Len() == 0 {
 		return
 	}
-	var consumers []*hpa.Consumer
+	var pods []*hpa.Pod
 	for _, in := range intents {
 		compiled, err := c.Intent(in)
 		if err != nil {
 			return // validation reports it; the cycle would have failed first
 		}
-		for i := range compiled.Consumers {
-			consumers = append(consumers, &compiled.Consumers[i])
+		for i := range compiled.Pods {
+			pods = append(pods, &compiled.Pods[i])
 		}
 	}
 	for _, name := range sets.List(added) {
 		base := framework.RequestedTotals(c.Inventory(name))
-		rs := make([]framework.Reservation, 0, len(consumers))
-		for _, cs := range consumers {
-			if cs.Replicas <= 0 {
+		rs := make([]framework.Reservation, 0, len(pods))
+		for _, pod := range pods {
+			if pod.Replicas <= 0 {
 				continue
 			}
 			rs = append(rs, framework.Reservation{
-				Placement: key, Request: cs.Request, Replicas: int64(cs.Replicas),
-				Amounts: cs.Amounts(), Base: base, Until: now.Add(timeout),
+				Placement: key, Request: pod.Request, Replicas: int64(pod.Replicas),
+				Amounts: pod.Amounts(), Base: base, Until: now.Add(timeout),
 			})
 		}
 		c.Reserve(name, key, rs, now)
@@ -175,24 +175,31 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 	if err != nil {
 		return &in.Status, false
 	}
-	// Only the clusters HardwareFit rejected need a look per consumer: where all consumers
-	// fit together, each fits on its own.
+	// Only the clusters HardwareFit rejected need a look per pod: where all pods fit together,
+	// each fits on its own. The consumers of one pod share its candidates.
 	rejected := eligible.Clone()
 	rejected.AndNot(passed)
 	status = in.Status.DeepCopy()
 	status.Candidates = nil
 	budget := maxCandidateNames
 	keep := req.KeepsDecided()
-	for k := range compiled.Consumers {
-		cs := &compiled.Consumers[k]
-		one := []*hpa.Consumer{cs}
+	allows := make(map[*hpa.Consumer]*framework.Bitset, len(compiled.Consumers))
+	for k := range compiled.Pods {
+		p := &compiled.Pods[k]
+		one := []*hpa.Pod{p}
 		allow := passed.Clone()
 		rejected.ForEach(func(i int) {
 			if ok, _ := snap.Cluster(i).FitsHardware(one, req.Key(), keep && req.Decided.Has(i), req.Now); ok {
 				allow.Set(i)
 			}
 		})
-		cc := candidates(snap, cs, eligible, allow, min(budget, maxCandidatesPerConsumer))
+		for _, cs := range p.Consumers {
+			allows[cs] = allow
+		}
+	}
+	for k := range compiled.Consumers {
+		cs := &compiled.Consumers[k]
+		cc := candidates(snap, cs, eligible, allows[cs], min(budget, maxCandidatesPerConsumer))
 		budget -= len(cc.Clusters)
 		status.Candidates = append(status.Candidates, cc)
 	}

@@ -158,13 +158,13 @@ func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int 
 			if _, ok := held[s]; !ok {
 				order = append(order, s)
 			}
-			for k := range compiled.Consumers {
-				cs := &compiled.Consumers[k]
-				if cs.Replicas <= 0 {
+			for k := range compiled.Pods {
+				pod := &compiled.Pods[k]
+				if pod.Replicas <= 0 {
 					continue
 				}
-				res := reservationOf(r, cs.Amounts(), timeout)
-				res.Placement, res.Request, res.Replicas = key, cs.Request, int64(cs.Replicas)
+				res := reservationOf(r, pod.Amounts(), timeout)
+				res.Placement, res.Request, res.Replicas = key, pod.Request, int64(pod.Replicas)
 				held[s] = append(held[s], res)
 			}
 		}

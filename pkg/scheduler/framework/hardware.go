@@ -34,18 +34,20 @@ func (r *Request) KeepsDecided() bool {
 	return true
 }
 
-// FitsHardware reports whether the replicas of every consumer fit on the cluster's nodes,
-// and why not. For a cluster the placement does not decide (decided false) that is the full
-// check: a fresh inventory, every label the consumers require reported, and all replicas
-// placed together after the active reservations of other placements (placementKey names the
-// placement being scheduled, whose own reservations are not subtracted); a machine consumer's
-// replicas take free machines of its type instead of room on nodes. For a decided one it is the
-// relaxed check of stillFits.
-func (c *ClusterInfo) FitsHardware(consumers []*hpa.Consumer, placementKey string, decided bool, now time.Time) (bool, string) {
+// FitsHardware reports whether the replicas of every pod fit on the cluster's nodes, and why
+// not. A pod (hpa.Pod) is the consumers of one workload object, the containers of one pod
+// template: each replica needs one node with all their amounts and features at once. For a
+// cluster the placement does not decide (decided false) that is the full check: a fresh
+// inventory, every label the pods require reported, and all replicas placed together after
+// the active reservations of other placements (placementKey names the placement being
+// scheduled, whose own reservations are not subtracted); a machine pod's replicas take free
+// machines of its type instead of room on nodes. For a decided one it is the relaxed check of
+// stillFits.
+func (c *ClusterInfo) FitsHardware(pods []*hpa.Pod, placementKey string, decided bool, now time.Time) (bool, string) {
 	if decided {
-		return c.stillFits(consumers)
+		return c.stillFits(pods)
 	}
-	return c.fits(consumers, placementKey, now)
+	return c.fits(pods, placementKey, now)
 }
 
 // allocations holds Allocations for fits to reuse: the scratch buffers of a fresh Allocation
@@ -53,16 +55,16 @@ func (c *ClusterInfo) FitsHardware(consumers []*hpa.Consumer, placementKey strin
 // refers to an Allocation, so Reset may reuse its memory.
 var allocations = sync.Pool{New: func() any { return new(inventory.Allocation) }}
 
-func (c *ClusterInfo) fits(consumers []*hpa.Consumer, placementKey string, now time.Time) (bool, string) {
+func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time) (bool, string) {
 	if ok, why := c.fresh(now); !ok {
 		return false, why
 	}
-	for _, cs := range consumers {
-		if cs.Replicas <= 0 {
+	for _, pod := range pods {
+		if pod.Replicas <= 0 {
 			continue
 		}
-		if key, unknown := c.View.Unreported(cs.Request.Selector()); unknown {
-			return false, c.unreported(cs, key)
+		if key, unknown := c.View.Unreported(pod.Request.Selector()); unknown {
+			return false, c.unreported(pod, key)
 		}
 	}
 	alloc := allocations.Get().(*inventory.Allocation)
@@ -74,46 +76,46 @@ func (c *ClusterInfo) fits(consumers []*hpa.Consumer, placementKey string, now t
 			alloc.Place(r.Request, r.Replicas)
 		}
 	}
-	for _, cs := range consumers {
-		if cs.Replicas <= 0 {
+	for _, pod := range pods {
+		if pod.Replicas <= 0 {
 			continue
 		}
-		replicas := int64(cs.Replicas)
-		placed := alloc.Place(cs.Request, replicas)
+		replicas := int64(pod.Replicas)
+		placed := alloc.Place(pod.Request, replicas)
 		if placed >= replicas {
 			continue
 		}
-		if m, ok := cs.Request.MachineType(); ok {
-			return false, c.machineShortage(cs, m, placed, replicas)
+		if m, ok := pod.Request.MachineType(); ok {
+			return false, c.machineShortage(pod, m, placed, replicas)
 		}
-		if ok, why := c.View.FitsOnOneNode(cs.Request); !ok {
-			return false, fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
+		if ok, why := c.View.FitsOnOneNode(pod.Request); !ok {
+			return false, pod.What + ": " + why
 		}
 		if placed == 0 {
-			return false, fmt.Sprintf("consumer %s/%s: no node has room left for a replica once other consumers and in-flight placements are counted", cs.Intent, cs.Name)
+			return false, pod.What + ": no node has room left for a replica once other consumers and in-flight placements are counted"
 		}
-		return false, fmt.Sprintf("consumer %s/%s: only %d of %d replicas fit on the cluster's nodes", cs.Intent, cs.Name, placed, replicas)
+		return false, fmt.Sprintf("%s: only %d of %d replicas fit on the cluster's nodes", pod.What, placed, replicas)
 	}
 	return true, ""
 }
 
-// machineShortage is why a machine consumer's replicas did not all get a free machine: left is
+// machineShortage is why a machine pod's replicas did not all get a free machine: left is
 // how many of the type's free machines were left for it (Place took them all), after the other
 // consumers and the in-flight reservations of other placements.
 //
 // It words the shortage as inventory.MachineShortage does, built at once since a filter over a
 // large fleet builds it for every cluster short of machines.
-func (c *ClusterInfo) machineShortage(cs *hpa.Consumer, m inventory.MachineType, left, wanted int64) string {
-	free, why := c.View.FreeMachines(cs.Request)
+func (c *ClusterInfo) machineShortage(pod *hpa.Pod, m inventory.MachineType, left, wanted int64) string {
+	free, why := c.View.FreeMachines(pod.Request)
 	switch {
 	case why != "":
-		return fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
+		return pod.What + ": " + why
 	case free > left:
-		return fmt.Sprintf("consumer %s/%s: %s/%s: %d free, %d wanted (%d reported free, %d of them taken by other consumers and in-flight placements)",
-			cs.Intent, cs.Name, m.Group, m.Name, left, wanted, free, free-left)
+		return fmt.Sprintf("%s: %s/%s: %d free, %d wanted (%d reported free, %d of them taken by other consumers and in-flight placements)",
+			pod.What, m.Group, m.Name, left, wanted, free, free-left)
 	}
 	// Concatenated rather than formatted: it is one allocation, where Sprintf boxes each argument.
-	return "consumer " + cs.Intent + "/" + cs.Name + ": " + m.Group + "/" + m.Name + ": " +
+	return pod.What + ": " + m.Group + "/" + m.Name + ": " +
 		strconv.FormatInt(left, 10) + " free, " + strconv.FormatInt(wanted, 10) + " wanted"
 }
 
@@ -124,23 +126,23 @@ func (c *ClusterInfo) machineShortage(cs *hpa.Consumer, m inventory.MachineType,
 // the cluster while the cluster reports its group and type (and a node with its features). A feature on a label the cluster does not report is unknown there,
 // not missing, so it keeps the cluster, as silence does: the agent is told which keys to
 // report and answers within one report.
-func (c *ClusterInfo) stillFits(consumers []*hpa.Consumer) (bool, string) {
+func (c *ClusterInfo) stillFits(pods []*hpa.Pod) (bool, string) {
 	if c.View == nil {
 		return false, NoInventory
 	}
-	for _, cs := range consumers {
-		if _, unknown := c.View.Unreported(cs.Request.Selector()); unknown {
+	for _, pod := range pods {
+		if _, unknown := c.View.Unreported(pod.Request.Selector()); unknown {
 			continue
 		}
-		if _, ok := cs.Request.MachineType(); ok {
-			if ok, why := c.View.OffersMachineType(cs.Request); !ok {
-				return false, fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
+		if _, ok := pod.Request.MachineType(); ok {
+			if ok, why := c.View.OffersMachineType(pod.Request); !ok {
+				return false, pod.What + ": " + why
 			}
 			continue
 		}
-		if !c.View.HasNode(cs.Request.Selector()) {
-			_, why := c.View.FitsOnOneNode(cs.Request)
-			return false, fmt.Sprintf("consumer %s/%s: %s", cs.Intent, cs.Name, why)
+		if !c.View.HasNode(pod.Request.Selector()) {
+			_, why := c.View.FitsOnOneNode(pod.Request)
+			return false, pod.What + ": " + why
 		}
 	}
 	return true, ""
@@ -148,8 +150,8 @@ func (c *ClusterInfo) stillFits(consumers []*hpa.Consumer) (bool, string) {
 
 // unreported is why a cluster is not chosen for a consumer that requires a label its agent
 // does not report (yet: the hub asks every agent for the keys intents use).
-func (c *ClusterInfo) unreported(cs *hpa.Consumer, key string) string {
-	why := fmt.Sprintf("consumer %s/%s: cluster %s does not report label %s yet", cs.Intent, cs.Name, c.Name(), key)
+func (c *ClusterInfo) unreported(pod *hpa.Pod, key string) string {
+	why := fmt.Sprintf("%s: cluster %s does not report label %s yet", pod.What, c.Name(), key)
 	if c.Inventory != nil && c.Inventory.Status.ReportedLabels == nil {
 		// Its agent will not answer the hub's request: it predates it.
 		why += " (its fleetfit agent does not say which labels it reports, so only the default prefixes count: upgrade the agent)"

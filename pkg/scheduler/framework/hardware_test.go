@@ -30,8 +30,8 @@ func xlarge(free, used int32) fleetfitv1alpha1.ReportedMachineGroup {
 }
 
 // machineConsumers compiles the intent fwall with consumers, each named with the replicas of
-// compute-xlarge it takes.
-func machineConsumers(t *testing.T, replicas map[string]int32) []*hpa.Consumer {
+// compute-xlarge it takes, each the one container of its own pod.
+func machineConsumers(t *testing.T, replicas map[string]int32) []*hpa.Pod {
 	t.Helper()
 	w := st.MakeHPAIntent("fwall", "ns").Placement("p")
 	for _, name := range []string{"trainer", "eval", "web"} {
@@ -51,9 +51,13 @@ func machineConsumers(t *testing.T, replicas map[string]int32) []*hpa.Consumer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]*hpa.Consumer, len(compiled.Consumers))
-	for i := range compiled.Consumers {
-		out[i] = &compiled.Consumers[i]
+	return podsOf(compiled)
+}
+
+func podsOf(compiled *hpa.Intent) []*hpa.Pod {
+	out := make([]*hpa.Pod, len(compiled.Pods))
+	for i := range compiled.Pods {
+		out[i] = &compiled.Pods[i]
 	}
 	return out
 }

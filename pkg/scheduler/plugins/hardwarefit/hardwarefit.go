@@ -1,8 +1,9 @@
 // Package hardwarefit is the HardwareFit plugin: the HPAIntents of a Placement decide which
 // clusters can host it, node by node.
 //
-// As a filter, a cluster is feasible only when, for every consumer of every intent, all the
-// replicas fit with their mandatory requirements: each replica on one node that has every
+// As a filter, a cluster is feasible only when, for every pod of every intent, all the
+// replicas fit with their mandatory requirements. A pod is the consumers whose targets name one
+// workload object, the containers of one pod template (hpa.Pod): each replica on one node that has every
 // requested amount free at once and every required feature (OpenStack's numbered request
 // group: one provider), replicas sharing a node when they fit together and spreading when they
 // do not, one amount never split across nodes — and all consumers together, on the cluster's
@@ -33,12 +34,13 @@
 //
 // The intents' compiled form (hpa.Intent, from the snapshot) is looked up once per cycle, in
 // PreFilter, and Filter and Score read it from the CycleState. The check of one cluster is
-// framework.ClusterInfo.FitsHardware, which the placement controller also runs per consumer
-// for the candidates in each intent's status.
+// framework.ClusterInfo.FitsHardware, which the placement controller also runs per pod for the
+// candidates in each intent's status.
 //
 // As a prioritizer, a feasible cluster scores 100 × (weight of the optional requirements it can
 // also meet) / (weight of all optional requirements), so optional requirements rank clusters
-// without excluding any.
+// without excluding any. An optional requirement of one container counts when every replica of
+// its whole pod fits with it met.
 package hardwarefit
 
 import (
@@ -83,9 +85,9 @@ func (p *HardwareFit) Name() string { return Name }
 // stateKey is where PreFilter leaves the cycle's consumers for Filter and Score.
 const stateKey framework.StateKey = Name
 
-// cycleState is what one cycle checks: the consumers of all the request's intents, in order.
+// cycleState is what one cycle checks: the pods of all the request's intents, in order.
 type cycleState struct {
-	consumers []*hpa.Consumer
+	pods []*hpa.Pod
 	// optionalWeight is the weight of all their optional requirements.
 	optionalWeight int64
 	// misconfigured is set when an intent does not compile; Filter returns it, so that the
@@ -100,7 +102,7 @@ func (p *HardwareFit) PreFilter(_ context.Context, state *framework.CycleState, 
 	return nil
 }
 
-// prepare flattens the compiled consumers of the request's intents.
+// prepare flattens the compiled pods of the request's intents.
 func prepare(snap *framework.Snapshot, req *framework.Request) *cycleState {
 	s := &cycleState{}
 	for _, in := range req.Intents {
@@ -108,11 +110,13 @@ func prepare(snap *framework.Snapshot, req *framework.Request) *cycleState {
 		if err != nil {
 			return &cycleState{misconfigured: framework.Misconfiguredf("HPAIntent %s: %v", in.Name, err)}
 		}
-		for i := range compiled.Consumers {
-			c := &compiled.Consumers[i]
-			s.consumers = append(s.consumers, c)
-			for k := range c.Optional {
-				s.optionalWeight += int64(c.Optional[k].Weight)
+		for i := range compiled.Pods {
+			p := &compiled.Pods[i]
+			s.pods = append(s.pods, p)
+			for _, c := range p.Consumers {
+				for k := range c.Optional {
+					s.optionalWeight += int64(c.Optional[k].Weight)
+				}
 			}
 		}
 	}
@@ -152,7 +156,7 @@ func (p *HardwareFit) Filter(ctx context.Context, state *framework.CycleState, s
 	key := req.Key()
 	keep := req.KeepsDecided()
 	workqueue.ParallelizeUntil(ctx, parallelism, len(idx), func(k int) {
-		ok[k], reasons[k] = snap.Cluster(idx[k]).FitsHardware(s.consumers, key, keep && req.Decided.Has(idx[k]), req.Now)
+		ok[k], reasons[k] = snap.Cluster(idx[k]).FitsHardware(s.pods, key, keep && req.Decided.Has(idx[k]), req.Now)
 	})
 	out := framework.NewBitset(candidates.Len())
 	for k, i := range idx {
@@ -179,22 +183,25 @@ func (p *HardwareFit) Score(_ context.Context, state *framework.CycleState, snap
 		return nil
 	}
 	feasible.ForEach(func(i int) {
-		scores[i] = framework.MaxClusterScore * optionalWeightMet(snap.Cluster(i), s.consumers) / s.optionalWeight
+		scores[i] = framework.MaxClusterScore * optionalWeightMet(snap.Cluster(i), s.pods) / s.optionalWeight
 	})
 	return nil
 }
 
 // optionalWeightMet sums the weights of the optional requirements the cluster can meet for all
-// of a consumer's replicas (each checked on its own, with the consumer's mandatory needs).
-func optionalWeightMet(info *framework.ClusterInfo, consumers []*hpa.Consumer) int64 {
+// the replicas of their pod (each checked on its own, with the mandatory needs of every
+// container of the pod).
+func optionalWeightMet(info *framework.ClusterInfo, pods []*hpa.Pod) int64 {
 	if info.View == nil {
 		return 0
 	}
 	var met int64
-	for _, c := range consumers {
-		for k := range c.Optional {
-			if o := &c.Optional[k]; c.MeetsOptional(info.View, o) {
-				met += int64(o.Weight)
+	for _, p := range pods {
+		for _, c := range p.Consumers {
+			for k := range c.Optional {
+				if o := &c.Optional[k]; c.MeetsOptional(info.View, o) {
+					met += int64(o.Weight)
+				}
 			}
 		}
 	}
