@@ -1,0 +1,492 @@
+package candidates
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+)
+
+// maxSpreadSteps bounds the search for an unnumbered group spread over several nodes of one
+// cluster (tried only when no single node can take it): beyond it, the cluster gives no spread
+// candidate. It keeps a query with many classes over many shapes from running away.
+const maxSpreadSteps = 10000
+
+// Evaluate answers q over the fleet of snap at now; it writes nothing. Clusters are visited in
+// name order and, within one, candidates come in the order of the search (see the package
+// documentation), so the answer is deterministic; Limit stops it early.
+func Evaluate(snap *framework.Snapshot, q *Query, now time.Time) *Response {
+	e := newEvaluator(q)
+	resp := &Response{AllocationRequests: []AllocationRequest{}, ProviderSummaries: map[string]*ProviderSummary{}}
+	sets := e.setFilters(snap)
+	alloc := new(inventory.Allocation)
+	for i := 0; i < snap.NumClusters(); i++ {
+		if q.Limit > 0 && len(resp.AllocationRequests) >= q.Limit {
+			break
+		}
+		c := snap.Cluster(i)
+		if !usable(c, now) || !sets(i) || e.unreported(c.View) {
+			continue
+		}
+		alloc.Reset(c.View)
+		for k := range c.Reservations {
+			if r := &c.Reservations[k]; r.Active(now) {
+				alloc.Place(r.Request, r.Replicas)
+			}
+		}
+		s := e.newSearch(c, alloc.FreeNodes(), resp)
+		s.numbered(0)
+	}
+	return resp
+}
+
+// usable reports whether a cluster's nodes count: it has a fresh inventory, is not being
+// deleted, and is available — its Available condition is True, or absent, as in fleet files,
+// which describe clusters without their status; a hub sets it on every cluster that joined.
+func usable(c *framework.ClusterInfo, now time.Time) bool {
+	if c.View == nil || c.Terminating() || !c.InventoryFresh(now) {
+		return false
+	}
+	cond := meta.FindStatusCondition(c.Cluster.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
+	return cond == nil || cond.Status == metav1.ConditionTrue
+}
+
+// evaluator is the query compiled for the search: its numbered groups, its unnumbered one and
+// the tolerations each group's resources give.
+type evaluator struct {
+	q          *Query
+	numbered   []*compiledGroup
+	unnumbered *compiledGroup
+}
+
+type compiledGroup struct {
+	*Group
+	// tolerate tolerates the NoSchedule taints of the extended resources the group asks for.
+	tolerate *inventory.Selector
+}
+
+func newEvaluator(q *Query) *evaluator {
+	e := &evaluator{q: q}
+	for i := range q.Groups {
+		g := &q.Groups[i]
+		names := make([]corev1.ResourceName, 0, len(g.Resources))
+		for _, r := range g.Resources {
+			names = append(names, r.Name)
+		}
+		// NewSelector only fails on bad features; there are none here.
+		tol, _ := inventory.NewSelector(nil, inventory.ExtendedResourceTolerations(names))
+		cg := &compiledGroup{Group: g, tolerate: tol}
+		if g.Numbered() {
+			e.numbered = append(e.numbered, cg)
+		} else {
+			e.unnumbered = cg
+		}
+	}
+	return e
+}
+
+// setFilters returns the member_of test of a cluster index.
+func (e *evaluator) setFilters(snap *framework.Snapshot) func(int) bool {
+	if len(e.q.MemberOf) == 0 {
+		return func(int) bool { return true }
+	}
+	type filter struct {
+		members   []*framework.Bitset
+		forbidden bool
+	}
+	var filters []filter
+	for _, f := range e.q.MemberOf {
+		var ms []*framework.Bitset
+		for _, name := range f.Sets {
+			if b, ok := snap.ClusterSet(name); ok {
+				ms = append(ms, b)
+			}
+		}
+		filters = append(filters, filter{members: ms, forbidden: f.Forbidden})
+	}
+	return func(i int) bool {
+		for _, f := range filters {
+			in := slices.ContainsFunc(f.members, func(b *framework.Bitset) bool { return b.Has(i) })
+			if in == f.forbidden {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// unreported reports whether a required trait's label is one the cluster's agent does not
+// report: its nodes can then neither be said to have it nor to lack it, and the cluster gives
+// no candidate (as HardwareFit decides nothing on such a label). An in: list needs no such
+// check: an unreported label is absent from every node, so it can only fail to match.
+func (e *evaluator) unreported(v *inventory.View) bool {
+	for i := range e.q.Groups {
+		for _, t := range e.q.Groups[i].Required {
+			if _, unknown := v.Unreported(t.sel); unknown {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nodeUse is one node of a run that the candidate being built takes from.
+type nodeUse struct {
+	taken    map[corev1.ResourceName]int64
+	groups   int // groups placed on it
+	numbered int // numbered groups among them
+}
+
+// search enumerates one cluster's candidates, depth first: each numbered group in suffix
+// order takes a node of each run it may use in turn, then the unnumbered group is placed.
+type search struct {
+	e    *evaluator
+	c    *framework.ClusterInfo
+	runs []inventory.NodeRun
+	resp *Response
+	// eligible are, per numbered group, the runs whose nodes have its traits and whose taints
+	// it tolerates; eligibleU the same for the unnumbered group without its positive traits
+	// (those hold for its nodes taken together).
+	eligible  [][]int
+	eligibleU []int
+	used      [][]nodeUse
+	// picks are the node (run, position) of each numbered group in the candidate being built.
+	picks []nodePick
+	stop  bool
+	steps int
+
+	shapes map[string]*corev1.ResourceList
+}
+
+type nodePick struct{ run, pos int }
+
+func (e *evaluator) newSearch(c *framework.ClusterInfo, runs []inventory.NodeRun, resp *Response) *search {
+	s := &search{e: e, c: c, runs: runs, resp: resp, used: make([][]nodeUse, len(runs)), picks: make([]nodePick, len(e.numbered))}
+	s.eligible = make([][]int, len(e.numbered))
+	for k, g := range e.numbered {
+		for ri := range runs {
+			r := &runs[ri]
+			if g.tolerate.Tolerates(r.Taints) && hasTraits(g.Group, []map[string]string{r.Labels}) {
+				s.eligible[k] = append(s.eligible[k], ri)
+			}
+		}
+	}
+	if g := e.unnumbered; g != nil {
+		for ri := range runs {
+			r := &runs[ri]
+			if g.tolerate.Tolerates(r.Taints) && lacksForbidden(g.Group, r.Labels) {
+				s.eligibleU = append(s.eligibleU, ri)
+			}
+		}
+	}
+	return s
+}
+
+// hasTraits reports whether the nodes with the given labels, taken together, meet the group's
+// traits: each required trait is met by one of them (a forbidden one by all of them) and each
+// in: list by one of them. For one node that is the node meeting them all.
+func hasTraits(g *Group, labels []map[string]string) bool {
+	for _, t := range g.Required {
+		if t.Forbidden {
+			for _, l := range labels {
+				if !t.sel.MatchesLabels(l) {
+					return false
+				}
+			}
+			continue
+		}
+		if !slices.ContainsFunc(labels, t.sel.MatchesLabels) {
+			return false
+		}
+	}
+	for _, anyOf := range g.AnyOf {
+		if !slices.ContainsFunc(anyOf, func(t Trait) bool { return slices.ContainsFunc(labels, t.sel.MatchesLabels) }) {
+			return false
+		}
+	}
+	return true
+}
+
+func lacksForbidden(g *Group, labels map[string]string) bool {
+	for _, t := range g.Required {
+		if t.Forbidden && !t.sel.MatchesLabels(labels) {
+			return false
+		}
+	}
+	return true
+}
+
+// room reports whether node pos of run ri (pos may be the next untouched one) has res free
+// besides what the candidate already takes there.
+func (s *search) room(ri, pos int, res []Resource) bool {
+	r := &s.runs[ri]
+	var taken map[corev1.ResourceName]int64
+	if pos < len(s.used[ri]) {
+		taken = s.used[ri][pos].taken
+	} else if int64(pos) >= r.Count {
+		return false
+	}
+	for _, a := range res {
+		if r.Free.Get(a.Name)-taken[a.Name] < a.Milli {
+			return false
+		}
+	}
+	return true
+}
+
+// pickNode returns the node of run ri a group takes res from: the first node the candidate
+// already uses that has room for it (under isolate, for a numbered group, only nodes no other
+// numbered group uses), else the run's next untouched node.
+func (s *search) pickNode(ri int, res []Resource, numbered bool) (int, bool) {
+	isolate := numbered && s.e.q.GroupPolicy == PolicyIsolate
+	for pos := range s.used[ri] {
+		if isolate && s.used[ri][pos].numbered > 0 {
+			continue
+		}
+		if s.room(ri, pos, res) {
+			return pos, true
+		}
+	}
+	pos := len(s.used[ri])
+	return pos, s.room(ri, pos, res)
+}
+
+func (s *search) take(ri, pos int, res []Resource, numbered bool) {
+	if pos == len(s.used[ri]) {
+		s.used[ri] = append(s.used[ri], nodeUse{taken: map[corev1.ResourceName]int64{}})
+	}
+	u := &s.used[ri][pos]
+	for _, a := range res {
+		u.taken[a.Name] += a.Milli
+	}
+	u.groups++
+	if numbered {
+		u.numbered++
+	}
+}
+
+// untake undoes take; the search undoes in reverse order, so a node left empty is the last.
+func (s *search) untake(ri, pos int, res []Resource, numbered bool) {
+	u := &s.used[ri][pos]
+	for _, a := range res {
+		u.taken[a.Name] -= a.Milli
+	}
+	u.groups--
+	if numbered {
+		u.numbered--
+	}
+	if u.groups == 0 && pos == len(s.used[ri])-1 {
+		s.used[ri] = s.used[ri][:pos]
+	}
+}
+
+func (s *search) numbered(k int) {
+	if k == len(s.e.numbered) {
+		s.placeUnnumbered()
+		return
+	}
+	g := s.e.numbered[k]
+	for _, ri := range s.eligible[k] {
+		pos, ok := s.pickNode(ri, g.Resources, true)
+		if !ok {
+			continue
+		}
+		s.take(ri, pos, g.Resources, true)
+		s.picks[k] = nodePick{ri, pos}
+		s.numbered(k + 1)
+		s.untake(ri, pos, g.Resources, true)
+		if s.stop {
+			return
+		}
+	}
+}
+
+// placeUnnumbered gives one candidate per node that can take the whole unnumbered group; only
+// when none can does it spread the group's classes over several nodes, and then gives the
+// first spread found.
+func (s *search) placeUnnumbered() {
+	g := s.e.unnumbered
+	if g == nil {
+		s.emit(nil)
+		return
+	}
+	found := false
+	for _, ri := range s.eligibleU {
+		if !hasTraits(g.Group, []map[string]string{s.runs[ri].Labels}) {
+			continue
+		}
+		pos, ok := s.pickNode(ri, g.Resources, false)
+		if !ok {
+			continue
+		}
+		found = true
+		s.take(ri, pos, g.Resources, false)
+		picks := make([]nodePick, len(g.Resources))
+		for j := range picks {
+			picks[j] = nodePick{ri, pos}
+		}
+		s.emit(picks)
+		s.untake(ri, pos, g.Resources, false)
+		if s.stop {
+			return
+		}
+	}
+	if found || len(g.Resources) < 2 {
+		return
+	}
+	s.steps = 0
+	s.spread(make([]nodePick, 0, len(g.Resources)))
+}
+
+// spread places the unnumbered group's classes one at a time, each whole on one node, and
+// emits the first placement whose nodes together have the group's traits.
+func (s *search) spread(picks []nodePick) bool {
+	g := s.e.unnumbered
+	j := len(picks)
+	if j == len(g.Resources) {
+		labels := make([]map[string]string, len(picks))
+		for i, p := range picks {
+			labels[i] = s.runs[p.run].Labels
+		}
+		if !hasTraits(g.Group, labels) {
+			return false
+		}
+		s.emit(picks)
+		return true
+	}
+	one := g.Resources[j : j+1]
+	for _, ri := range s.eligibleU {
+		if s.steps++; s.steps > maxSpreadSteps {
+			return true
+		}
+		pos, ok := s.pickNode(ri, one, false)
+		if !ok {
+			continue
+		}
+		s.take(ri, pos, one, false)
+		done := s.spread(append(picks, nodePick{ri, pos}))
+		s.untake(ri, pos, one, false)
+		if done {
+			return true
+		}
+	}
+	return false
+}
+
+// emit records the candidate being built: the numbered groups' picks and, for the unnumbered
+// group, the node of each of its resources.
+func (s *search) emit(unnumbered []nodePick) {
+	cluster := s.c.Name()
+	ar := AllocationRequest{Allocations: map[string]Allocation{}, Mappings: map[string][]string{}, cluster: cluster}
+	totals := map[string]map[corev1.ResourceName]int64{}
+	add := func(p nodePick, r Resource) string {
+		id := s.nodeID(p)
+		if totals[id] == nil {
+			totals[id] = map[corev1.ResourceName]int64{}
+			s.summarize(id, p)
+		}
+		totals[id][r.Name] += r.Milli
+		return id
+	}
+	place := func(suffix string, res []Resource, picks []nodePick) {
+		gp := groupPlacement{suffix: suffix, amount: res}
+		for j, r := range res {
+			id := add(picks[j], r)
+			gp.nodes = append(gp.nodes, id)
+			if !slices.Contains(ar.Mappings[suffix], id) {
+				ar.Mappings[suffix] = append(ar.Mappings[suffix], id)
+			}
+		}
+		ar.groups = append(ar.groups, gp)
+	}
+	if g := s.e.unnumbered; g != nil {
+		place("", g.Resources, unnumbered)
+	}
+	for k, g := range s.e.numbered {
+		picks := make([]nodePick, len(g.Resources))
+		for j := range picks {
+			picks[j] = s.picks[k]
+		}
+		place(g.Suffix, g.Resources, picks)
+	}
+	for id, t := range totals {
+		a := Allocation{Resources: make(map[corev1.ResourceName]resource.Quantity, len(t))}
+		for name, milli := range t {
+			a.Resources[name] = quantity(name, milli)
+		}
+		ar.Allocations[id] = a
+	}
+	if _, ok := s.resp.ProviderSummaries[cluster]; !ok {
+		s.resp.ProviderSummaries[cluster] = &ProviderSummary{
+			Resources: map[corev1.ResourceName]ResourceSummary{}, Traits: []string{}, RootProviderUUID: cluster,
+		}
+	}
+	s.resp.AllocationRequests = append(s.resp.AllocationRequests, ar)
+	if l := s.e.q.Limit; l > 0 && len(s.resp.AllocationRequests) >= l {
+		s.stop = true
+	}
+}
+
+// nodeID is "<cluster>/<shape>/<i>": the hub knows shapes, not node names, and i numbers the
+// shape's nodes in the order of its free vectors (after in-flight reservations).
+func (s *search) nodeID(p nodePick) string {
+	r := &s.runs[p.run]
+	return s.c.Name() + "/" + r.Shape + "/" + strconv.FormatInt(r.First+int64(p.pos), 10)
+}
+
+// summarize adds a node's provider summary: its shape's allocatable as capacity, and as used
+// what is not free on it.
+func (s *search) summarize(id string, p nodePick) {
+	if _, ok := s.resp.ProviderSummaries[id]; ok {
+		return
+	}
+	r := &s.runs[p.run]
+	cluster := s.c.Name()
+	sum := &ProviderSummary{Resources: map[corev1.ResourceName]ResourceSummary{}, ParentProviderUUID: &cluster, RootProviderUUID: cluster}
+	if alloc := s.allocatable(r.Shape); alloc != nil {
+		for name, q := range *alloc {
+			capMilli := inventory.MilliOf(q)
+			sum.Resources[name] = ResourceSummary{Capacity: quantity(name, capMilli), Used: quantity(name, max(0, capMilli-r.Free.Get(name)))}
+		}
+	}
+	sum.Traits = make([]string, 0, len(r.Labels))
+	for k, v := range r.Labels {
+		sum.Traits = append(sum.Traits, k+"="+v)
+	}
+	slices.Sort(sum.Traits)
+	s.resp.ProviderSummaries[id] = sum
+}
+
+func (s *search) allocatable(shape string) *corev1.ResourceList {
+	if s.shapes == nil {
+		s.shapes = map[string]*corev1.ResourceList{}
+		for i := range s.c.Inventory.Status.NodeShapes {
+			ns := &s.c.Inventory.Status.NodeShapes[i]
+			s.shapes[ns.Name] = &ns.Allocatable
+		}
+	}
+	return s.shapes[shape]
+}
+
+// quantity renders a milli-amount as Kubernetes writes it: bytes in binary units.
+func quantity(name corev1.ResourceName, milli int64) resource.Quantity {
+	format := resource.DecimalSI
+	n := string(name)
+	if name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage || name == corev1.ResourceStorage ||
+		strings.HasPrefix(n, corev1.ResourceHugePagesPrefix) {
+		format = resource.BinarySI
+	}
+	if milli%1000 == 0 {
+		return *resource.NewQuantity(milli/1000, format)
+	}
+	return *resource.NewMilliQuantity(milli, format)
+}
