@@ -232,6 +232,9 @@ func ParseValues(values url.Values) (*Query, error) {
 }
 
 func unknownParameter(key string) *Error {
+	if key == "" {
+		return errorf("query", "a parameter without a name")
+	}
 	return errorf(key, "unknown parameter: use resources, required, resourcesN, requiredN, member_of, group_policy or limit")
 }
 
