@@ -29,6 +29,7 @@ func Evaluate(snap *framework.Snapshot, q *Query, now time.Time) *Response {
 	resp := &Response{AllocationRequests: []AllocationRequest{}, ProviderSummaries: map[string]*ProviderSummary{}}
 	sets := e.setFilters(snap)
 	alloc := new(inventory.Allocation)
+	s := &search{e: e, resp: resp}
 	for i := 0; i < snap.NumClusters(); i++ {
 		if q.Limit > 0 && len(resp.AllocationRequests) >= q.Limit {
 			break
@@ -43,7 +44,7 @@ func Evaluate(snap *framework.Snapshot, q *Query, now time.Time) *Response {
 				alloc.Place(r.Request, r.Replicas)
 			}
 		}
-		s := e.newSearch(c, alloc.FreeNodes(), resp)
+		s.reset(c, alloc)
 		s.numbered(0)
 	}
 	return resp
@@ -163,32 +164,39 @@ type search struct {
 	picks []nodePick
 	stop  bool
 	steps int
-
-	shapes map[string]*corev1.ResourceList
 }
 
 type nodePick struct{ run, pos int }
 
-func (e *evaluator) newSearch(c *framework.ClusterInfo, runs []inventory.NodeRun, resp *Response) *search {
-	s := &search{e: e, c: c, runs: runs, resp: resp, used: make([][]nodeUse, len(runs)), picks: make([]nodePick, len(e.numbered))}
-	s.eligible = make([][]int, len(e.numbered))
+// reset makes s search cluster c, whose free nodes are alloc's, reusing its buffers.
+func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
+	e := s.e
+	s.c, s.stop = c, false
+	s.runs = alloc.AppendFreeNodes(s.runs[:0])
+	s.used = slices.Grow(s.used[:0], len(s.runs))[:len(s.runs)]
+	for i := range s.used {
+		s.used[i] = s.used[i][:0]
+	}
+	s.picks = slices.Grow(s.picks[:0], len(e.numbered))[:len(e.numbered)]
+	s.eligible = slices.Grow(s.eligible[:0], len(e.numbered))[:len(e.numbered)]
 	for k, g := range e.numbered {
-		for ri := range runs {
-			r := &runs[ri]
+		s.eligible[k] = s.eligible[k][:0]
+		for ri := range s.runs {
+			r := &s.runs[ri]
 			if g.tolerate.Tolerates(r.Taints) && hasTraits(g.Group, []map[string]string{r.Labels}) {
 				s.eligible[k] = append(s.eligible[k], ri)
 			}
 		}
 	}
+	s.eligibleU = s.eligibleU[:0]
 	if g := e.unnumbered; g != nil {
-		for ri := range runs {
-			r := &runs[ri]
+		for ri := range s.runs {
+			r := &s.runs[ri]
 			if g.tolerate.Tolerates(r.Taints) && lacksForbidden(g.Group, r.Labels) {
 				s.eligibleU = append(s.eligibleU, ri)
 			}
 		}
 	}
-	return s
 }
 
 // hasTraits reports whether the nodes with the given labels, taken together, meet the group's
@@ -236,7 +244,7 @@ func (s *search) room(ri, pos int, res []Resource) bool {
 		return false
 	}
 	for _, a := range res {
-		if r.Free.Get(a.Name)-taken[a.Name] < a.Milli {
+		if r.Free(a.Name)-taken[a.Name] < a.Milli {
 			return false
 		}
 	}
@@ -455,7 +463,7 @@ func (s *search) summarize(id string, p nodePick) {
 	if alloc := s.allocatable(r.Shape); alloc != nil {
 		for name, q := range *alloc {
 			capMilli := inventory.MilliOf(q)
-			sum.Resources[name] = ResourceSummary{Capacity: quantity(name, capMilli), Used: quantity(name, max(0, capMilli-r.Free.Get(name)))}
+			sum.Resources[name] = ResourceSummary{Capacity: quantity(name, capMilli), Used: quantity(name, max(0, capMilli-r.Free(name)))}
 		}
 	}
 	sum.Traits = make([]string, 0, len(r.Labels))
@@ -467,14 +475,13 @@ func (s *search) summarize(id string, p nodePick) {
 }
 
 func (s *search) allocatable(shape string) *corev1.ResourceList {
-	if s.shapes == nil {
-		s.shapes = map[string]*corev1.ResourceList{}
-		for i := range s.c.Inventory.Status.NodeShapes {
-			ns := &s.c.Inventory.Status.NodeShapes[i]
-			s.shapes[ns.Name] = &ns.Allocatable
+	shapes := s.c.Inventory.Status.NodeShapes
+	for i := range shapes {
+		if shapes[i].Name == shape {
+			return &shapes[i].Allocatable
 		}
 	}
-	return s.shapes[shape]
+	return nil
 }
 
 // quantity renders a milli-amount as Kubernetes writes it: bytes in binary units.

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,17 +16,29 @@ type NodeRun struct {
 	Shape  string
 	First  int64
 	Count  int64
-	Free   Vector
 	Labels map[string]string
 	Taints []corev1.Taint
+
+	names []corev1.ResourceName // the shape's, sorted
+	free  []int64               // indexed like names
 }
 
-// FreeNodes returns the schedulable nodes of the Allocation's View, with what is free on them
-// after the Allocation's placements (in-flight reservations placed with Place, typically), in
-// the View's shape order and, within a shape, in the order of its free vectors. A shape's node
-// numbers are stable for one Allocation: runs are never merged or reordered by this call.
-func (a *Allocation) FreeNodes() []NodeRun {
-	var out []NodeRun
+// Free returns the milli-amount of name free on each node of the run.
+func (r *NodeRun) Free(name corev1.ResourceName) int64 {
+	i, ok := slices.BinarySearch(r.names, name)
+	if !ok {
+		return 0
+	}
+	return r.free[i]
+}
+
+// AppendFreeNodes appends to out the schedulable nodes of the Allocation's View, with what is
+// free on them after the Allocation's placements (in-flight reservations placed with Place,
+// typically), in the View's shape order and, within a shape, in the order of its free vectors.
+// A shape's node numbers are stable for one Allocation: runs are never merged or reordered by
+// this call. The runs share the Allocation's memory: they are valid until its next Place or
+// Reset.
+func (a *Allocation) AppendFreeNodes(out []NodeRun) []NodeRun {
 	for i := range a.view.shapes {
 		s := &a.view.shapes[i]
 		if !s.schedulable {
@@ -36,13 +49,7 @@ func (a *Allocation) FreeNodes() []NodeRun {
 			if vec.count <= 0 {
 				continue
 			}
-			free := make(Vector, 0, len(s.names))
-			for j, name := range s.names {
-				if vec.free[j] > 0 {
-					free = append(free, Amount{Name: name, Milli: vec.free[j]})
-				}
-			}
-			out = append(out, NodeRun{Shape: s.name, First: first, Count: vec.count, Free: free, Labels: s.labels, Taints: s.taints})
+			out = append(out, NodeRun{Shape: s.name, First: first, Count: vec.count, Labels: s.labels, Taints: s.taints, names: s.names, free: vec.free})
 			first += vec.count
 		}
 	}
