@@ -142,7 +142,7 @@ func (e *evaluator) unreported(v *inventory.View) bool {
 
 // nodeUse is one node of a run that the candidate being built takes from.
 type nodeUse struct {
-	taken    map[corev1.ResourceName]int64
+	taken    []inventory.Amount
 	groups   int // groups placed on it
 	numbered int // numbered groups among them
 }
@@ -183,7 +183,7 @@ func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
 		s.eligible[k] = s.eligible[k][:0]
 		for ri := range s.runs {
 			r := &s.runs[ri]
-			if g.tolerate.Tolerates(r.Taints) && hasTraits(g.Group, []map[string]string{r.Labels}) {
+			if g.tolerate.Tolerates(r.Taints) && hasTraits(g.Group, r.Labels) {
 				s.eligible[k] = append(s.eligible[k], ri)
 			}
 		}
@@ -202,7 +202,7 @@ func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
 // hasTraits reports whether the nodes with the given labels, taken together, meet the group's
 // traits: each required trait is met by one of them (a forbidden one by all of them) and each
 // in: list by one of them. For one node that is the node meeting them all.
-func hasTraits(g *Group, labels []map[string]string) bool {
+func hasTraits(g *Group, labels ...map[string]string) bool {
 	for _, t := range g.Required {
 		if t.Forbidden {
 			for _, l := range labels {
@@ -237,14 +237,14 @@ func lacksForbidden(g *Group, labels map[string]string) bool {
 // besides what the candidate already takes there.
 func (s *search) room(ri, pos int, res []Resource) bool {
 	r := &s.runs[ri]
-	var taken map[corev1.ResourceName]int64
+	var taken []inventory.Amount
 	if pos < len(s.used[ri]) {
 		taken = s.used[ri][pos].taken
 	} else if int64(pos) >= r.Count {
 		return false
 	}
 	for _, a := range res {
-		if r.Free(a.Name)-taken[a.Name] < a.Milli {
+		if r.Free(a.Name)-takenOf(taken, a.Name) < a.Milli {
 			return false
 		}
 	}
@@ -268,13 +268,33 @@ func (s *search) pickNode(ri int, res []Resource, numbered bool) (int, bool) {
 	return pos, s.room(ri, pos, res)
 }
 
+// takenOf returns how much of name a candidate takes from a node.
+func takenOf(taken []inventory.Amount, name corev1.ResourceName) int64 {
+	for _, t := range taken {
+		if t.Name == name {
+			return t.Milli
+		}
+	}
+	return 0
+}
+
+func addTaken(taken []inventory.Amount, name corev1.ResourceName, milli int64) []inventory.Amount {
+	for i := range taken {
+		if taken[i].Name == name {
+			taken[i].Milli += milli
+			return taken
+		}
+	}
+	return append(taken, inventory.Amount{Name: name, Milli: milli})
+}
+
 func (s *search) take(ri, pos int, res []Resource, numbered bool) {
 	if pos == len(s.used[ri]) {
-		s.used[ri] = append(s.used[ri], nodeUse{taken: map[corev1.ResourceName]int64{}})
+		s.used[ri] = append(s.used[ri], nodeUse{})
 	}
 	u := &s.used[ri][pos]
 	for _, a := range res {
-		u.taken[a.Name] += a.Milli
+		u.taken = addTaken(u.taken, a.Name, a.Milli)
 	}
 	u.groups++
 	if numbered {
@@ -286,13 +306,14 @@ func (s *search) take(ri, pos int, res []Resource, numbered bool) {
 func (s *search) untake(ri, pos int, res []Resource, numbered bool) {
 	u := &s.used[ri][pos]
 	for _, a := range res {
-		u.taken[a.Name] -= a.Milli
+		u.taken = addTaken(u.taken, a.Name, -a.Milli)
 	}
 	u.groups--
 	if numbered {
 		u.numbered--
 	}
 	if u.groups == 0 && pos == len(s.used[ri])-1 {
+		u.taken = u.taken[:0]
 		s.used[ri] = s.used[ri][:pos]
 	}
 }
@@ -329,7 +350,7 @@ func (s *search) placeUnnumbered() {
 	}
 	found := false
 	for _, ri := range s.eligibleU {
-		if !hasTraits(g.Group, []map[string]string{s.runs[ri].Labels}) {
+		if !hasTraits(g.Group, s.runs[ri].Labels) {
 			continue
 		}
 		pos, ok := s.pickNode(ri, g.Resources, false)
@@ -365,7 +386,7 @@ func (s *search) spread(picks []nodePick) bool {
 		for i, p := range picks {
 			labels[i] = s.runs[p.run].Labels
 		}
-		if !hasTraits(g.Group, labels) {
+		if !hasTraits(g.Group, labels...) {
 			return false
 		}
 		s.emit(picks)
@@ -395,14 +416,19 @@ func (s *search) spread(picks []nodePick) bool {
 func (s *search) emit(unnumbered []nodePick) {
 	cluster := s.c.Name()
 	ar := AllocationRequest{Allocations: map[string]Allocation{}, Mappings: map[string][]string{}, cluster: cluster}
-	totals := map[string]map[corev1.ResourceName]int64{}
 	add := func(p nodePick, r Resource) string {
 		id := s.nodeID(p)
-		if totals[id] == nil {
-			totals[id] = map[corev1.ResourceName]int64{}
+		a, ok := ar.Allocations[id]
+		if !ok {
+			a = Allocation{Resources: map[corev1.ResourceName]resource.Quantity{}}
+			ar.Allocations[id] = a
 			s.summarize(id, p)
 		}
-		totals[id][r.Name] += r.Milli
+		if q, ok := a.Resources[r.Name]; ok {
+			a.Resources[r.Name] = quantity(r.Name, inventory.MilliOf(q)+r.Milli)
+		} else {
+			a.Resources[r.Name] = quantity(r.Name, r.Milli)
+		}
 		return id
 	}
 	place := func(suffix string, res []Resource, picks []nodePick) {
@@ -425,13 +451,6 @@ func (s *search) emit(unnumbered []nodePick) {
 			picks[j] = s.picks[k]
 		}
 		place(g.Suffix, g.Resources, picks)
-	}
-	for id, t := range totals {
-		a := Allocation{Resources: make(map[corev1.ResourceName]resource.Quantity, len(t))}
-		for name, milli := range t {
-			a.Resources[name] = quantity(name, milli)
-		}
-		ar.Allocations[id] = a
 	}
 	if _, ok := s.resp.ProviderSummaries[cluster]; !ok {
 		s.resp.ProviderSummaries[cluster] = &ProviderSummary{
