@@ -78,9 +78,12 @@ func BenchmarkEvaluateTwoNumberedGroups(b *testing.B) {
 	snap := benchSnapshot(b)
 	// "all" answers every combination (55 per cluster), "limit=1000" stops after a thousand,
 	// as a scheduler asking for candidates would, and "whole-nodes" asks for nodes with
-	// nothing on them, which every cluster has to be searched for and few have.
+	// nothing on them, which every cluster has to be searched for and few have; "no-room" asks
+	// for more GPUs than any node has, so every cluster is searched and none answers.
 	for _, bc := range []struct{ name, query string }{
 		{"whole-nodes", "resources1=cpu:8,nvidia.com/gpu:8&required1=nvidia.com/gpu.product=A100" +
+			"&resources2=cpu:32,memory:128Gi&required2=fleetfit.io/disk=nvme&group_policy=isolate"},
+		{"no-room", "resources1=cpu:8,nvidia.com/gpu:16&required1=nvidia.com/gpu.product=A100" +
 			"&resources2=cpu:32,memory:128Gi&required2=fleetfit.io/disk=nvme&group_policy=isolate"},
 		{"limit=1000", twoGroups + "&limit=1000"},
 		{"all", twoGroups},

@@ -164,6 +164,13 @@ type search struct {
 	picks []nodePick
 	stop  bool
 	steps int
+	// traits are the traits of the cluster's shapes summarized so far.
+	traits []shapeTraits
+}
+
+type shapeTraits struct {
+	shape  string
+	traits []string
 }
 
 type nodePick struct{ run, pos int }
@@ -171,7 +178,7 @@ type nodePick struct{ run, pos int }
 // reset makes s search cluster c, whose free nodes are alloc's, reusing its buffers.
 func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
 	e := s.e
-	s.c, s.stop = c, false
+	s.c, s.stop, s.traits = c, false, s.traits[:0]
 	s.runs = alloc.AppendFreeNodes(s.runs[:0])
 	s.used = slices.Grow(s.used[:0], len(s.runs))[:len(s.runs)]
 	for i := range s.used {
@@ -485,12 +492,26 @@ func (s *search) summarize(id string, p nodePick) {
 			sum.Resources[name] = ResourceSummary{Capacity: quantity(name, capMilli), Used: quantity(name, max(0, capMilli-r.Free(name)))}
 		}
 	}
-	sum.Traits = make([]string, 0, len(r.Labels))
-	for k, v := range r.Labels {
-		sum.Traits = append(sum.Traits, k+"="+v)
-	}
-	slices.Sort(sum.Traits)
+	sum.Traits = s.traitsOf(r)
 	s.resp.ProviderSummaries[id] = sum
+}
+
+// traitsOf returns a node's reported labels as sorted key=value traits, computed once per
+// shape of the cluster and shared by its summaries, which are read-only. Shape names are only
+// unique within a cluster's report, so nothing is shared across clusters.
+func (s *search) traitsOf(r *inventory.NodeRun) []string {
+	for _, c := range s.traits {
+		if c.shape == r.Shape {
+			return c.traits
+		}
+	}
+	t := make([]string, 0, len(r.Labels))
+	for k, v := range r.Labels {
+		t = append(t, k+"="+v)
+	}
+	slices.Sort(t)
+	s.traits = append(s.traits, shapeTraits{shape: r.Shape, traits: t})
+	return t
 }
 
 func (s *search) allocatable(shape string) *corev1.ResourceList {
