@@ -186,11 +186,13 @@ func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
 	}
 	s.picks = slices.Grow(s.picks[:0], len(e.numbered))[:len(e.numbered)]
 	s.eligible = slices.Grow(s.eligible[:0], len(e.numbered))[:len(e.numbered)]
+	// A run without room for a group before anything is taken never has room for it, and
+	// comparing amounts is cheaper than matching labels, so amounts go first.
 	for k, g := range e.numbered {
 		s.eligible[k] = s.eligible[k][:0]
 		for ri := range s.runs {
 			r := &s.runs[ri]
-			if g.tolerate.Tolerates(r.Taints) && hasTraits(g.Group, r.Labels) {
+			if s.room(ri, 0, g.Resources) && g.tolerate.Tolerates(r.Taints) && hasTraits(g.Group, r.Labels) {
 				s.eligible[k] = append(s.eligible[k], ri)
 			}
 		}
@@ -199,7 +201,7 @@ func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
 	if g := e.unnumbered; g != nil {
 		for ri := range s.runs {
 			r := &s.runs[ri]
-			if g.tolerate.Tolerates(r.Taints) && lacksForbidden(g.Group, r.Labels) {
+			if s.roomForSome(ri, g.Resources) && g.tolerate.Tolerates(r.Taints) && lacksForbidden(g.Group, r.Labels) {
 				s.eligibleU = append(s.eligibleU, ri)
 			}
 		}
@@ -256,6 +258,17 @@ func (s *search) room(ri, pos int, res []Resource) bool {
 		}
 	}
 	return true
+}
+
+// roomForSome reports whether a node of run ri has room for one of res, before anything is
+// taken.
+func (s *search) roomForSome(ri int, res []Resource) bool {
+	for j := range res {
+		if s.room(ri, 0, res[j:j+1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // pickNode returns the node of run ri a group takes res from: the first node the candidate

@@ -308,7 +308,7 @@ func parseRequired(param, value string, g *Group) error {
 		if rest == "" {
 			return errorf(param, "empty in: list")
 		}
-		var any []Trait
+		var anyOf []Trait
 		for item := range strings.SplitSeq(rest, ",") {
 			if strings.HasPrefix(item, "!") {
 				return errorf(param, "forbidden trait %s in an in: list: give it as its own item", item)
@@ -317,9 +317,9 @@ func parseRequired(param, value string, g *Group) error {
 			if err != nil {
 				return errorf(param, "%s", err)
 			}
-			any = append(any, t)
+			anyOf = append(anyOf, t)
 		}
-		g.AnyOf = append(g.AnyOf, any)
+		g.AnyOf = append(g.AnyOf, anyOf)
 		return nil
 	}
 	if value == "" {
