@@ -96,7 +96,7 @@ func BenchmarkEvaluateTwoNumberedGroups(b *testing.B) {
 			var n int
 			b.ReportAllocs()
 			for b.Loop() {
-				n = len(Evaluate(snap, q, now).AllocationRequests)
+				n = len(Evaluate(b.Context(), snap, q, now).AllocationRequests)
 			}
 			b.ReportMetric(float64(n), "candidates")
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/query")

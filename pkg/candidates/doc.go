@@ -32,7 +32,8 @@
 // and the group asks for that resource, the rule HardwareFit applies through the tolerations
 // Kubernetes' ExtendedResourceToleration admission gives pods.
 //
-// Candidates come cluster by cluster in name order; within a cluster, the numbered groups, in
+// Clusters are searched in parallel, in rounds, but answered cluster by cluster in name order;
+// within a cluster, the numbered groups, in
 // suffix order, try the node runs of the inventory (shape by shape, free vector by free vector)
 // in turn, and within a run of identical nodes a group takes the first node with room. So
 // candidates differ in the nodes they use, and limit caps their total.

@@ -1,15 +1,18 @@
 package candidates
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -21,33 +24,89 @@ import (
 // candidate. It keeps a query with many classes over many shapes from running away.
 const maxSpreadSteps = 10000
 
-// Evaluate answers q over the fleet of snap at now; it writes nothing. Clusters are visited in
-// name order and, within one, candidates come in the order of the search (see the package
-// documentation), so the answer is deterministic; Limit stops it early.
-func Evaluate(snap *framework.Snapshot, q *Query, now time.Time) *Response {
+// parallelism is how many clusters are searched at once, and chunk how many clusters are
+// searched before the answers so far are counted against the limit.
+const (
+	parallelism = 4
+	chunk       = 256
+)
+
+// Evaluate answers q over the fleet of snap at now; it writes nothing. Clusters are searched
+// in parallel but answered in name order and, within one, candidates come in the order of the
+// search (see the package documentation), so the answer is deterministic; Limit stops it
+// early. It stops when ctx ends, with what it has found by then.
+func Evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.Time) *Response {
 	e := newEvaluator(q)
 	resp := &Response{AllocationRequests: []AllocationRequest{}, ProviderSummaries: map[string]*ProviderSummary{}}
 	sets := e.setFilters(snap)
-	alloc := new(inventory.Allocation)
-	s := &search{e: e, resp: resp}
-	for i := 0; i < snap.NumClusters(); i++ {
-		if q.Limit > 0 && len(resp.AllocationRequests) >= q.Limit {
+	searches := sync.Pool{New: func() any { return &search{e: e, alloc: new(inventory.Allocation)} }}
+	answers := make([]*Response, chunk)
+	// With a limit, the first rounds are small and grow, so that a limit the first clusters
+	// meet does not search hundreds more.
+	size := chunk
+	if q.Limit > 0 {
+		size = parallelism
+	}
+	for from := 0; from < snap.NumClusters(); from += size {
+		if q.Limit > 0 && len(resp.AllocationRequests) >= q.Limit || ctx.Err() != nil {
 			break
 		}
-		c := snap.Cluster(i)
-		if !usable(c, now) || !sets(i) || e.unreported(c.View) {
-			continue
+		if from > 0 {
+			size = min(2*size, chunk)
 		}
-		alloc.Reset(c.View)
-		for k := range c.Reservations {
-			if r := &c.Reservations[k]; r.Active(now) {
-				alloc.Place(r.Request, r.Replicas)
+		to := min(from+size, snap.NumClusters())
+		clear(answers)
+		workqueue.ParallelizeUntil(ctx, parallelism, to-from, func(k int) {
+			i := from + k
+			c := snap.Cluster(i)
+			if !usable(c, now) || !sets(i) || e.unreported(c.View) {
+				return
+			}
+			s := searches.Get().(*search)
+			defer searches.Put(s)
+			answers[k] = s.cluster(c, now)
+		})
+		for _, a := range answers[:to-from] {
+			if a != nil {
+				resp.add(a, q.Limit)
 			}
 		}
-		s.reset(c, alloc)
-		s.numbered(0)
 	}
 	return resp
+}
+
+// add appends one cluster's answer, up to limit candidates in all (0: no limit), with the
+// summaries of the providers they use.
+func (r *Response) add(a *Response, limit int) {
+	keep := len(a.AllocationRequests)
+	if limit > 0 {
+		keep = min(keep, limit-len(r.AllocationRequests))
+	}
+	if keep <= 0 {
+		return
+	}
+	for _, ar := range a.AllocationRequests[:keep] {
+		r.AllocationRequests = append(r.AllocationRequests, ar)
+		for id := range ar.Allocations {
+			r.ProviderSummaries[id] = a.ProviderSummaries[id]
+		}
+		r.ProviderSummaries[ar.cluster] = a.ProviderSummaries[ar.cluster]
+	}
+}
+
+// cluster returns the candidates of one cluster, nil when it has none.
+func (s *search) cluster(c *framework.ClusterInfo, now time.Time) *Response {
+	s.alloc.Reset(c.View)
+	for k := range c.Reservations {
+		if r := &c.Reservations[k]; r.Active(now) {
+			s.alloc.Place(r.Request, r.Replicas)
+		}
+	}
+	s.reset(c, s.alloc)
+	s.numbered(0)
+	out := s.resp
+	s.resp = nil
+	return out
 }
 
 // usable reports whether a cluster's nodes count: it has a fresh inventory, is not being
@@ -150,9 +209,11 @@ type nodeUse struct {
 // search enumerates one cluster's candidates, depth first: each numbered group in suffix
 // order takes a node of each run it may use in turn, then the unnumbered group is placed.
 type search struct {
-	e    *evaluator
-	c    *framework.ClusterInfo
-	runs []inventory.NodeRun
+	e     *evaluator
+	c     *framework.ClusterInfo
+	runs  []inventory.NodeRun
+	alloc *inventory.Allocation
+	// resp holds the cluster's candidates, made at the first.
 	resp *Response
 	// eligible are, per numbered group, the runs whose nodes have its traits and whose taints
 	// it tolerates; eligibleU the same for the unnumbered group without its positive traits
@@ -434,6 +495,9 @@ func (s *search) spread(picks []nodePick) bool {
 // emit records the candidate being built: the numbered groups' picks and, for the unnumbered
 // group, the node of each of its resources.
 func (s *search) emit(unnumbered []nodePick) {
+	if s.resp == nil {
+		s.resp = &Response{ProviderSummaries: map[string]*ProviderSummary{}}
+	}
 	cluster := s.c.Name()
 	ar := AllocationRequest{Allocations: map[string]Allocation{}, Mappings: map[string][]string{}, cluster: cluster}
 	add := func(p nodePick, r Resource) string {

@@ -1,6 +1,7 @@
 package candidates
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -305,7 +306,7 @@ func TestEvaluateSeedExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp := Evaluate(snapshot(t, tc.clusters), q, now)
+			resp := Evaluate(t.Context(), snapshot(t, tc.clusters), q, now)
 			got := describe(t, resp)
 			for i := range got {
 				got[i] = shapeless(got[i])
@@ -355,7 +356,7 @@ func TestEvaluateResponseShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := Evaluate(snap, q, now)
+	resp := Evaluate(t.Context(), snap, q, now)
 	if len(resp.AllocationRequests) != 1 {
 		t.Fatalf("got %d candidates, want 1", len(resp.AllocationRequests))
 	}
@@ -408,5 +409,33 @@ func TestEvaluateResponseShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantTable, gotTable); diff != "" {
 		t.Errorf("table (-want,+got):\n%s", diff)
+	}
+}
+
+// TestEvaluateLimitAcrossRounds: clusters are searched in rounds that grow; the limit keeps
+// the first candidates in cluster order, whichever round found them.
+func TestEvaluateLimitAcrossRounds(t *testing.T) {
+	node := ut.MakeNode("n").Label(name, "n").Resource(corev1.ResourceCPU, "8").Obj()
+	clusters := map[string]clusterSpec{}
+	for i := range 40 {
+		clusters[fmt.Sprintf("c%02d", i)] = clusterSpec{nodes: []*corev1.Node{node}}
+	}
+	snap := snapshot(t, clusters)
+	for _, limit := range []int{1, 4, 5, 13, 39, 40, 41} {
+		q, err := ParseQuery(fmt.Sprintf("resources=cpu:1&limit=%d", limit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := Evaluate(t.Context(), snap, q, now)
+		var want []string
+		for i := range min(limit, 40) {
+			want = append(want, fmt.Sprintf("c%02d: _=n", i))
+		}
+		if diff := cmp.Diff(want, describe(t, resp)); diff != "" {
+			t.Errorf("limit=%d (-want,+got):\n%s", limit, diff)
+		}
+		if want := 2 * min(limit, 40); len(resp.ProviderSummaries) != want {
+			t.Errorf("limit=%d: %d provider summaries, want %d (a cluster and its node per candidate)", limit, len(resp.ProviderSummaries), want)
+		}
 	}
 }

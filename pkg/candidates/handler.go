@@ -64,7 +64,7 @@ func Handler(fleet FleetSource, authz authorizer.Authorizer) http.Handler {
 			return
 		}
 		snap, now := fleet()
-		resp := Evaluate(snap, q, now)
+		resp := Evaluate(r.Context(), snap, q, now)
 		klog.FromContext(r.Context()).V(4).Info("Served allocation candidates", "query", r.URL.RawQuery, "candidates", len(resp.AllocationRequests))
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)

@@ -111,7 +111,7 @@ func (o *Options) Run(ctx context.Context, w io.Writer) error {
 	}
 	c := cache.New()
 	c.Load(fleet.Objects)
-	resp := candidates.Evaluate(c.Snapshot(), o.query, now)
+	resp := candidates.Evaluate(ctx, c.Snapshot(), o.query, now)
 	if o.Output.Structured() {
 		return o.Output.PrintData(w, resp)
 	}
