@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetfit/fleetfit/pkg/cli/candidatescmd"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/cli/explaincmd"
 	"github.com/fleetfit/fleetfit/pkg/cli/getcmd"
@@ -34,6 +35,7 @@ func NewCommand() *cobra.Command {
 		getcmd.NewCommand(flags),
 		explaincmd.NewCommand(flags),
 		simulatecmd.NewCommand(flags),
+		candidatescmd.NewCommand(flags),
 		installcmd.NewCommand(flags),
 		newVersionCommand(),
 	)

@@ -17,12 +17,13 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/apiserver/pkg/server/options"
 
+	"github.com/fleetfit/fleetfit/pkg/candidates"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/emco"
 )
 
 // ServingOptions configure the hub's HTTPS endpoint: explain and dry-run under
-// /debug/placements/, EMCO's HPA intent API under /v2/, Prometheus metrics under /metrics,
+// /debug/placements/, allocation candidates under /allocation_candidates, EMCO's HPA intent API under /v2/, Prometheus metrics under /metrics,
 // and /healthz. Callers are
 // authenticated by the hub API server (client certificates and TokenReview) and authorised with
 // SubjectAccessReviews, as kube-scheduler's secure port does.
@@ -96,6 +97,8 @@ func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *pla
 	mux.Handle(placement.DebugPath, ctrl.DebugHandler(authz.Authorizer))
 	// So does EMCO's API, against the project's hpaintents; then it acts as the hub.
 	mux.Handle(emco.BasePath, emco.New(emcoClients, authz.Authorizer))
+	// Allocation candidates need "list" on managedclusters, checked by the handler.
+	mux.Handle(candidates.Path, candidates.Handler(ctrl.Fleet, authz.Authorizer))
 	mux.Handle("/", authorised)
 
 	var handler http.Handler = mux

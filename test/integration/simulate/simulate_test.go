@@ -1,5 +1,5 @@
 // Package simulate runs fleetfit's read-only commands — get clusters, get machinetypes, get
-// placements, explain placement and simulate --from-hub — against a real hub whose managed
+// placements, explain placement, candidates and simulate --from-hub — against a real hub whose managed
 // clusters have fleetfit agents reporting their nodes (and, on cluster2, a MachineGroup),
 // with fleetfit-hub scheduling, as a user would.
 package simulate
@@ -119,7 +119,10 @@ func TestCommandsOnALiveHub(t *testing.T) {
 	if _, err := ff.FleetfitV1alpha1().HPAIntents(ns).Create(ctx, a100Intent("infer", "4"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.RunHub(t, hub.AdminConfig())
+	// The hub serves its HTTPS endpoint too, for /allocation_candidates.
+	port := freePort(t)
+	framework.RunHub(t, hub.AdminConfig(), "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port),
+		"--cert-dir", filepath.Join(t.TempDir(), "certs"))
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "hub.kubeconfig")
@@ -201,6 +204,9 @@ func TestCommandsOnALiveHub(t *testing.T) {
 				t.Errorf("explain lacks the row %q:\n%s", want, out)
 			}
 		}
+	})
+	t.Run("candidates", func(t *testing.T) {
+		testCandidates(t, kubeconfig, fmt.Sprintf("https://127.0.0.1:%d", port))
 	})
 	t.Run("simulate from the hub changes nothing", func(t *testing.T) {
 		before, err := clusters.ClusterV1beta1().PlacementDecisions(ns).Get(ctx, "infer-decision-1", metav1.GetOptions{})

@@ -1,0 +1,55 @@
+package candidates
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Response is the answer to GET /allocation_candidates, in the shape of OpenStack Placement's
+// (microversion 1.36): provider ids are cluster names and "<cluster>/<shape>/<i>" node ids,
+// amounts Kubernetes quantity strings keyed by Kubernetes resource names.
+type Response struct {
+	AllocationRequests []AllocationRequest         `json:"allocation_requests"`
+	ProviderSummaries  map[string]*ProviderSummary `json:"provider_summaries"`
+}
+
+// AllocationRequest is one candidate: what each node would give, and which nodes satisfy
+// each request group (the suffix, "" for the unnumbered group).
+type AllocationRequest struct {
+	Allocations map[string]Allocation `json:"allocations"`
+	Mappings    map[string][]string   `json:"mappings"`
+
+	// cluster and groups are for the table; they are not part of OpenStack's shape.
+	cluster string
+	groups  []groupPlacement
+}
+
+// Allocation is what one provider gives to a candidate.
+type Allocation struct {
+	Resources map[corev1.ResourceName]resource.Quantity `json:"resources"`
+}
+
+// ProviderSummary describes a provider of some candidate: a cluster (the root, with no
+// inventory of its own) or a node.
+type ProviderSummary struct {
+	Resources map[corev1.ResourceName]ResourceSummary `json:"resources"`
+	// Traits are the node's reported labels as key=value, sorted.
+	Traits             []string `json:"traits"`
+	ParentProviderUUID *string  `json:"parent_provider_uuid"`
+	RootProviderUUID   string   `json:"root_provider_uuid"`
+}
+
+// ResourceSummary is a node's allocatable amount and how much of it is not free (requested by
+// its pods, held by the hub's in-flight reservations, or lost to the report's rounding).
+type ResourceSummary struct {
+	Capacity resource.Quantity `json:"capacity"`
+	Used     resource.Quantity `json:"used"`
+}
+
+// groupPlacement says where one group of a candidate went: the node of each of its
+// resources, in the group's resource order.
+type groupPlacement struct {
+	suffix string
+	nodes  []string
+	amount []Resource
+}
