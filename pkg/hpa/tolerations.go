@@ -2,9 +2,10 @@ package hpa
 
 import (
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetfit/fleetfit/pkg/inventory"
 )
 
 // Tolerations are the tolerations a consumer's pods will have on the managed cluster: those of
@@ -19,25 +20,15 @@ func (r *Resolved) Tolerations(c *Consumer) []corev1.Toleration {
 			out = slices.Clone(spec.Tolerations)
 		}
 	}
-	names := make([]string, 0, len(c.Requests))
+	names := make([]corev1.ResourceName, 0, len(c.Requests))
 	for name := range c.Requests {
-		if isExtended(name) {
-			names = append(names, string(name))
-		}
+		names = append(names, name)
 	}
 	slices.Sort(names)
-	for _, name := range names {
-		t := corev1.Toleration{Key: name, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	for _, t := range inventory.ExtendedResourceTolerations(names) {
 		if !slices.ContainsFunc(out, func(o corev1.Toleration) bool { return o.MatchToleration(&t) }) {
 			out = append(out, t)
 		}
 	}
 	return out
-}
-
-// isExtended reports whether a resource is an extended resource: a domain-qualified name
-// outside the kubernetes.io domain, such as nvidia.com/gpu, as Kubernetes defines it.
-func isExtended(name corev1.ResourceName) bool {
-	n := string(name)
-	return strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") && !strings.HasPrefix(n, "requests.")
 }
