@@ -28,7 +28,7 @@ const (
 	name   = "fleetfit.io/name"
 )
 
-// pf is one of the seed's physical functions as a node: SR-IOV VFs and egress bandwidth,
+// pf is one of the physical functions of OpenStack's spec as a node: SR-IOV VFs and egress bandwidth,
 // on a physical network, maybe with SSL acceleration. Every node has its own name label, so
 // every node is its own shape and provider ids can be read back as node names.
 func pf(n, net string, ssl bool, vfs, bw string) *corev1.Node {
@@ -40,7 +40,7 @@ func pf(n, net string, ssl bool, vfs, bw string) *corev1.Node {
 	return w.Obj()
 }
 
-// seedNodes is the seed's wiring diagram: RP1..RP4 on one compute node (here, one cluster).
+// seedNodes is the wiring diagram of OpenStack's spec: RP1..RP4 on one compute node (here, one cluster).
 func seedNodes(vfs string) []*corev1.Node {
 	return []*corev1.Node{
 		pf("rp1", "net1", true, vfs, "1250000000"),

@@ -19,7 +19,7 @@
 //     a resource amount (name, requests, limits, units: EMCO's legacy integers
 //     with units go through the conversion the CRD already accepts), and a
 //     non-allocatable one a node label feature ({key, value}, or {name,
-//     value} as the seed writes it).
+//     value} as EMCO's design writes it).
 //   - What Kubernetes has no field for — description and userData of the
 //     intent, its consumers and requirements, and how amounts were spelt —
 //     is kept in annotations, so that every GET returns what was posted.

@@ -115,7 +115,7 @@ func consumerField(rest string) string {
 }
 
 // requirementField maps a path within a requirement; keyField is the name the
-// request gave a node label: key, or name as in the seed.
+// request gave a node label: key, or name as in EMCO's design.
 func requirementField(rest, keyField string) string {
 	switch rest {
 	case "", ".resource", ".feature":

@@ -61,7 +61,7 @@ type requirementPart struct {
 	partMetadata
 	Requests json.RawMessage `json:"requests,omitempty"`
 	Limits   json.RawMessage `json:"limits,omitempty"`
-	// LabelAs is "name" when a node label was posted as name (the seed's
+	// LabelAs is "name" when a node label was posted as name (EMCO's
 	// form) rather than key.
 	LabelAs string `json:"labelAs,omitempty"`
 }

@@ -46,7 +46,7 @@ func TestRequirementRoundTrip(t *testing.T) {
 			want: v1alpha1.ResourceRequirement{Name: "c", Resource: &v1alpha1.ResourceAmount{Name: "cpu", Requests: quantity("2")}},
 			echo: `{"metadata":{"name":"c","description":"","userData1":"","userData2":""},"spec":{"mandatory":true,"allocatable":true,"name":"cpu","requests":2}}`,
 		},
-		"a node label as the seed writes it": {
+		"a node label as EMCO's design writes it": {
 			body: `{"metadata":{"name":"turbo","description":"","userData1":"","userData2":""},"spec":{"mandatory":true,"allocatable":false,"name":"feature.node.kubernetes.io/cpu-pstate.turbo","value":"true"}}`,
 			want: v1alpha1.ResourceRequirement{Name: "turbo", Mandatory: ptr.To(true),
 				Feature: &v1alpha1.FeatureRequirement{Key: "feature.node.kubernetes.io/cpu-pstate.turbo", Value: "true"}},

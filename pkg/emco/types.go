@@ -21,7 +21,7 @@ type Intent struct {
 type IntentSpec struct {
 	// App is the app, and the name of its Placement in the project's namespace.
 	App string `json:"app"`
-	// AppName is how the seed's API section spells app; it is accepted in
+	// AppName is how EMCO's API section spells app; it is accepted in
 	// requests and never returned.
 	AppName string `json:"appName,omitempty"`
 	// ResourceConsumers are returned by GET, with their requirements. A
@@ -68,7 +68,7 @@ type RequirementSpec struct {
 	Weight      *int32 `json:"weight,omitempty"`
 	Allocatable *bool  `json:"allocatable"`
 	// Name is the resource (cpu, memory, nvidia.com/gpu ...), or, for a
-	// non-allocatable requirement, the node label as the seed writes it.
+	// non-allocatable requirement, the node label as EMCO's design writes it.
 	Name string `json:"name,omitempty"`
 	// Key is the node label of a non-allocatable requirement.
 	Key string `json:"key,omitempty"`

@@ -10,7 +10,7 @@ import (
 // groups use.
 const Prefix = "machines.fleetfit.io/"
 
-// Label, annotation and taint keys, as in the seed's tables with its prefix
+// Label, annotation and taint keys, as in the tables of Imperator's design with its prefix
 // imperator.tenzen-y.io/ replaced by Prefix (and its nodePool key spelled node-pool).
 const (
 	// LabelMachineGroup names the group of a guest pod, a reservation object

@@ -129,7 +129,7 @@ func TestFindType(t *testing.T) {
 	}
 }
 
-// podIn builds a pod in one of the seed's states.
+// podIn builds a pod in one of the states of Imperator's design.
 func podIn(state string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: state}}
 	switch state {

@@ -7,7 +7,7 @@ import (
 )
 
 // PodState is how a guest or reservation pod counts in its machine type's
-// usage, following the seed's pod states.
+// usage, following the pod states of Imperator's design.
 type PodState int
 
 const (
@@ -15,7 +15,7 @@ const (
 	// pending pod the scheduler has not yet looked at. It counts nowhere.
 	PodOther PodState = iota
 	// PodRunning is a pod bound to a node and running or creating its
-	// containers (the seed's Running and ContainerCreating): a machine in use
+	// containers (Running and ContainerCreating in Imperator's design): a machine in use
 	// (a guest) or held (a reservation).
 	PodRunning
 	// PodUnscheduled is a pod that the scheduler could not place yet: a guest

@@ -26,7 +26,7 @@ import (
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
-// The seed's example machine group on a managed cluster of its own, cluster3.
+// Imperator's example machine group on a managed cluster of its own, cluster3.
 const (
 	mgCluster  = "cluster3"
 	mgGroup    = "general-machine"
@@ -38,7 +38,7 @@ const (
 	dgx1       = "DGX-1"
 )
 
-// mgNodes are the pool's three nodes as the seed names them, and a large node outside it:
+// mgNodes are the pool's three nodes as Imperator's example names them, and a large node outside it:
 // michiru takes one compute-xlarge (2 × RTX 3090), utaha and eriri one compute-medium each
 // (a DGX-1 GPU).
 func mgNodes() []*corev1.Node {
@@ -53,7 +53,7 @@ func mgNodes() []*corev1.Node {
 	}
 }
 
-// mgGroupObject is the seed's Machine, less its third type.
+// mgGroupObject is Imperator's example Machine, less its third type.
 func mgGroupObject() *v1alpha1.MachineGroup {
 	entry := func(node, machineType string, mode v1alpha1.NodePoolMode, taint bool) v1alpha1.NodePoolEntry {
 		return v1alpha1.NodePoolEntry{Name: node, Mode: mode, Taint: taint, MachineType: []v1alpha1.MachineTypeRef{{Name: machineType}}}
@@ -101,7 +101,7 @@ func mgGuest() *appsv1.Deployment {
 	}
 }
 
-// TestMachineGroupOnAManagedCluster runs the seed's example machine group on a managed
+// TestMachineGroupOnAManagedCluster runs Imperator's example machine group on a managed
 // cluster where everything is a process: bin/fleetfit-agent (node pool and machine
 // controllers, the pod resource injector that the cluster's API server calls, the
 // reporter), kube-controller-manager, kube-scheduler and kwok. The group reserves the right
@@ -151,7 +151,7 @@ func TestMachineGroupOnAManagedCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The pool's nodes carry what the seed says, and only they do.
+	// The pool's nodes carry what Imperator's design says, and only they do.
 	xlargeKey, mediumKey := machinegroup.MachineTypeKey(mgXLarge), machinegroup.MachineTypeKey(mgMedium)
 	framework.Eventually(t, func(ctx context.Context) error {
 		return errors.Join(

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/candidates"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
+	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/simulate"
 )
@@ -111,6 +112,9 @@ func (o *Options) Run(ctx context.Context, w io.Writer) error {
 	}
 	c := cache.New()
 	c.Load(fleet.Objects)
+	// The capacity that the hub's latest decisions hold until their pods show (persisted in
+	// the intents' status) is not free, here as on the hub's own endpoint.
+	placement.RestoreReservations(c, fleet.Intents, now, placement.DefaultReservationTimeout)
 	resp := candidates.Evaluate(ctx, c.Snapshot(), o.query, now)
 	if o.Output.Structured() {
 		return o.Output.PrintData(w, resp)

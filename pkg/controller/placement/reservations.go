@@ -15,6 +15,7 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -25,7 +26,7 @@ const maxPersistedReservations = 500
 
 // Reservations live in two places. The cache holds them for the cycles of this process, from
 // the moment a cycle decides (Reserve). Each intent's status.reservations holds them for the
-// next process: a restarted hub or a new leader reads them back (restoreReservations) before
+// next process: a restarted hub or a new leader reads them back (RestoreReservations) before
 // its first cycle, so the capacity promised by the last decisions before the restart stays
 // taken until the inventories show the pods. The status is written before the decisions, so a
 // decision never exists without its reservation being readable; a reservation whose cluster
@@ -122,16 +123,28 @@ func reservationOf(r fleetfitv1alpha1.ClusterReservation, amounts corev1.Resourc
 }
 
 // restoreReservations puts back in the cache the reservations that the intents' status holds
-// and that still count at now: their placement still decides the cluster, they have not
-// lapsed, and the cluster's inventory does not show the pods. It runs once the caches are
-// synced, before the first cycle. It returns how many it restored.
+// and that still count at now (see RestoreReservations). It runs once the caches are synced,
+// before the first cycle. It returns how many it restored.
 func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int {
 	intents, err := c.intents.List(labels.Everything())
 	if err != nil {
 		return 0
 	}
-	snap := c.cache.Snapshot()
-	timeout := c.reservationTimeout()
+	n := RestoreReservations(c.cache, intents, now, c.reservationTimeout())
+	if n > 0 {
+		logger.Info("Restored in-flight reservations from HPAIntent status", "count", n)
+	}
+	return n
+}
+
+// RestoreReservations puts into c the reservations that the intents' status holds and that
+// still count at now: their placement still decides the cluster, they have not lapsed (held
+// for timeout from their start), and the cluster's inventory does not show the pods. The hub
+// does it after a restart; whoever reads a live hub's objects into a cache of its own (the
+// candidates query of the CLI) does it to see the capacity the hub's in-flight decisions hold.
+// It returns how many (cluster, placement) reservations it restored.
+func RestoreReservations(c *cache.Cache, intents []*fleetfitv1alpha1.HPAIntent, now time.Time, timeout time.Duration) int {
+	snap := c.Snapshot()
 	type slot struct{ cluster, placement string }
 	held := map[slot][]framework.Reservation{}
 	var order []slot
@@ -170,13 +183,14 @@ func (c *Controller) restoreReservations(logger klog.Logger, now time.Time) int 
 		}
 	}
 	for _, s := range order {
-		c.cache.Reserve(s.cluster, s.placement, held[s], now)
-	}
-	if len(order) > 0 {
-		logger.Info("Restored in-flight reservations from HPAIntent status", "count", len(order))
+		c.Reserve(s.cluster, s.placement, held[s], now)
 	}
 	return len(order)
 }
+
+// DefaultReservationTimeout is how long fleetfit-hub holds a reservation whose pods the
+// cluster's inventory never shows.
+const DefaultReservationTimeout = defaultReservationTimeout
 
 func (c *Controller) reservationTimeout() time.Duration {
 	if c.opts.ReservationTimeout > 0 {

@@ -29,8 +29,8 @@ import (
 
 // TestHPAIntentAdmission sends invalid HPAIntents to the real hub API server
 // and checks that each is refused with a message that says what is wrong —
-// the same message fleetfit's Go validation gives offline — while the EMCO
-// seed's examples are stored with their defaults.
+// the same message fleetfit's Go validation gives offline — while EMCO's
+// examples are stored with their defaults.
 func TestHPAIntentAdmission(t *testing.T) {
 	ctx := t.Context()
 	ns := createNamespace(t, "admission")

@@ -1,6 +1,6 @@
 // Package emco runs fleetfit-hub in-process, as its ServiceAccount with deploy/hub's RBAC and
 // its HTTPS endpoint served, against a real hub API server, and speaks EMCO's HPA intent API
-// to it over HTTPS as EMCO's clients do: the seed's usage example replayed, every status code,
+// to it over HTTPS as EMCO's clients do: EMCO's usage example replayed, every status code,
 // and concurrent requests.
 package emco
 

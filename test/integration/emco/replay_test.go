@@ -23,14 +23,14 @@ import (
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
-// step is one call of the seed's usage example: a POST of a YAML body to a path below
+// step is one call of EMCO's usage example: a POST of a YAML body to a path below
 // .../hpa-intents.
 type step struct {
 	path, body string
 }
 
-// fwallSteps and analyticsSteps are the seed's usage example ("HPA intent for fwall app",
-// "HPA intent for analytics app"), body for body as the seed writes them.
+// fwallSteps and analyticsSteps are EMCO's usage example ("HPA intent for fwall app",
+// "HPA intent for analytics app"), body for body as EMCO's design writes them.
 var fwallSteps = []step{
 	{"", `
 metadata:
@@ -169,8 +169,8 @@ spec:
 `},
 }
 
-// TestReplayUsageExample replays the seed's usage example over HTTPS, then checks that the
-// HPAIntents it made are deploy/examples/fwall.yaml's intent in substance (and the seed's
+// TestReplayUsageExample replays EMCO's usage example over HTTPS, then checks that the
+// HPAIntents it made are deploy/examples/fwall.yaml's intent in substance (and EMCO's
 // analytics intent), that the API returns what was posted, that fleetfit-hub schedules both
 // apps onto the one cluster that can host them, and that deleting in the reverse order
 // removes everything.
@@ -242,7 +242,7 @@ func TestReplayUsageExample(t *testing.T) {
 		// are exclusive (EMCO gets them from requests = limits alone) and that api-server
 		// needs AVX-512.
 		if diff := cmp.Diff([]string{"api-server: feature feature.node.kubernetes.io/cpu-cpuid.AVX512F Exists", "core-fwall: exclusiveCPU"}, extras); diff != "" {
-			t.Errorf("what fwall.yaml says beyond the seed (-want,+got):\n%s", diff)
+			t.Errorf("what fwall.yaml says beyond EMCO's example (-want,+got):\n%s", diff)
 		}
 		stored := e.intent("fwall-hpa-intent")
 		if raw, err := yaml.Marshal(stored); err == nil {
@@ -257,7 +257,7 @@ func TestReplayUsageExample(t *testing.T) {
 		}
 	})
 
-	t.Run("analytics is the seed's intent", func(t *testing.T) {
+	t.Run("analytics is EMCO's intent", func(t *testing.T) {
 		want := utiltesting.MakeHPAIntent("analytics-hpa-intent", e.project).Placement("analytics").Consumer(
 			utiltesting.MakeConsumer("ai-model").Target("StatefulSet", "ai-model", "openvino").
 				Requirement(utiltesting.MakeResource("ai-model-cpu-requirement", "cpu").Requests("2").Obj()).Obj(),
@@ -387,7 +387,7 @@ func (e *env) waitStatus(c *client, name string, ok func(emco.Status) error) {
 // substance is what an intent asks for, by consumer, in a form that compares intents that
 // say the same thing in other words: the target, and each requirement's resource with its
 // amounts in Kubernetes units (1000 with units MB is 1G), mandatory or its weight, sorted.
-// Requirement names are left out (EMCO's are longer), and so is what the seed's example does
+// Requirement names are left out (EMCO's are longer), and so is what EMCO's example does
 // not say, which is returned as extras: exclusiveCPU and node features.
 func substance(spec *v1alpha1.HPAIntentSpec) (consumers map[string][]string, extras []string) {
 	consumers = map[string][]string{}

@@ -251,7 +251,7 @@ func machineUsed(name string, maximum, reserved, used, waiting int32) v1alpha1.A
 	return v1alpha1.AvailableMachine{Name: name, Usage: v1alpha1.MachineUsage{Maximum: maximum, Reserved: reserved, Used: used, Waiting: waiting}}
 }
 
-// TestMachineReservations follows one group of the seed's shape through its
+// TestMachineReservations follows one group of the shape of Imperator's example through its
 // life on a cluster that runs pods: reservations land on the pool nodes of
 // their type, a guest takes over a reservation, a pool that is not Ready and
 // a machine type larger than its nodes make the group not Ready, and a

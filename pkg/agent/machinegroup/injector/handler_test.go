@@ -30,7 +30,7 @@ const (
 	medium    = "compute-medium"
 )
 
-// injectorGroup is the seed's example group, cut to two machine types.
+// injectorGroup is Imperator's example group, cut to two machine types.
 func injectorGroup(name string) *v1alpha1.MachineGroup {
 	return &v1alpha1.MachineGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -13,7 +13,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
 
-// xlargeGroup is the seed's group with its compute-xlarge type.
+// xlargeGroup is Imperator's example group with its compute-xlarge type.
 func xlargeGroup() *v1alpha1.MachineGroup {
 	xl := makeType("compute-xlarge", "40000m", "128Gi", 2, 1)
 	xl.Spec.GPU.Product = "NVIDIA-GeForce-RTX-3090"

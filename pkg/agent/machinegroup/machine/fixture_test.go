@@ -205,7 +205,7 @@ func makeNode(name, cpu, memory, gpus string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: alloc, Capacity: alloc}}
 }
 
-// makePod is a guest or reservation pod of machineType in a seed state:
+// makePod is a guest or reservation pod of machineType in a state of Imperator's design:
 // "running", "waiting" or "deleting".
 func makePod(role, machineType, name, state string) *corev1.Pod {
 	ns := "guests"
