@@ -6,7 +6,6 @@ package candidatescmd
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -89,26 +88,9 @@ func (o *Options) Validate() error {
 
 // Run reads the fleet and prints the candidates.
 func (o *Options) Run(ctx context.Context, w io.Writer) error {
-	var (
-		fleet *simulate.Fleet
-		err   error
-	)
-	now := o.Now()
-	if len(o.Files) > 0 {
-		if fleet, err = simulate.ReadFiles(ctx, o.Files, simulate.ReadOptions{Now: now}); err != nil {
-			return err
-		}
-		if at := fleet.LatestObservation(); !at.IsZero() {
-			now = at
-		}
-	} else {
-		cfg, err := o.Flags.RESTConfig()
-		if err != nil {
-			return err
-		}
-		if fleet, err = simulate.FromHub(ctx, cfg); err != nil {
-			return fmt.Errorf("reading the fleet from the hub: %w", err)
-		}
+	fleet, now, err := simulate.Load(ctx, o.Files, o.Flags.RESTConfig, o.Now())
+	if err != nil {
+		return err
 	}
 	c := cache.New()
 	c.Load(fleet.Objects)

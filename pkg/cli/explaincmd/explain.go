@@ -72,23 +72,9 @@ func (o *PlacementOptions) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var fleet *simulate.Fleet
-	now := o.Now()
-	if len(o.Files) > 0 {
-		if fleet, err = simulate.ReadFiles(ctx, o.Files, simulate.ReadOptions{Now: now}); err != nil {
-			return err
-		}
-		if at := fleet.LatestObservation(); !at.IsZero() {
-			now = at
-		}
-	} else {
-		cfg, err := o.Flags.RESTConfig()
-		if err != nil {
-			return err
-		}
-		if fleet, err = simulate.FromHub(ctx, cfg); err != nil {
-			return err
-		}
+	fleet, now, err := simulate.Load(ctx, o.Files, o.Flags.RESTConfig, o.Now())
+	if err != nil {
+		return err
 	}
 	key := ns + "/" + o.Name
 	res, err := simulate.Run(ctx, fleet, simulate.Options{Now: now, Only: []string{key}})
