@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetfit/fleetfit/pkg/inventory"
 )
 
 // setResources sets m's amounts in the resources of c, the unstructured
@@ -139,7 +141,5 @@ func quantity(v any) (resource.Quantity, error) {
 // of a resource than its limit: true for its own resources except huge pages,
 // false for extended resources such as nvidia.com/gpu.
 func overcommitAllowed(name corev1.ResourceName) bool {
-	n := string(name)
-	native := !strings.Contains(n, "/") || strings.Contains(n, "kubernetes.io/")
-	return native && !strings.HasPrefix(n, corev1.ResourceHugePagesPrefix)
+	return !inventory.IsExtendedResource(name) && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }

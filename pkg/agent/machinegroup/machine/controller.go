@@ -15,6 +15,7 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -95,6 +96,8 @@ type Controller struct {
 	optedIn   toolscache.Indexer
 	nsInf     informers.SharedInformerFactory
 	informers []toolscache.SharedIndexInformer
+	// setupErr is an error from wiring the informers, returned by Run.
+	setupErr error
 
 	queue workqueue.TypedRateLimitingInterface[string]
 }
@@ -143,11 +146,13 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 	nsi := c.nsInf.Core().V1().Namespaces()
 
 	// Indexers and transforms must be set before the informers start, which
-	// only Run does, so these cannot fail.
-	utilMust(gi.Informer().AddIndexers(toolscache.Indexers{byNode: machinegroup.PoolNodeIndex}))
-	utilMust(podi.Informer().AddIndexers(toolscache.Indexers{byMachineType: podIndex}))
+	// only Run does, so these do not fail; should they, Run says so.
+	var errs []error
+	errs = append(errs,
+		gi.Informer().AddIndexers(toolscache.Indexers{byNode: machinegroup.PoolNodeIndex}),
+		podi.Informer().AddIndexers(toolscache.Indexers{byMachineType: podIndex}))
 	for _, inf := range []toolscache.SharedIndexInformer{podi.Informer(), ni.Informer(), si.Informer(), vi.Informer()} {
-		utilMust(inf.SetTransform(strip))
+		errs = append(errs, inf.SetTransform(strip))
 	}
 
 	c.groups, c.groupIndexer = gi.Lister(), gi.Informer().GetIndexer()
@@ -159,7 +164,7 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 
 	add := func(inf toolscache.SharedIndexInformer, h toolscache.ResourceEventHandler) {
 		_, err := inf.AddEventHandler(h)
-		utilMust(err)
+		errs = append(errs, err)
 		c.informers = append(c.informers, inf)
 	}
 	add(gi.Informer(), c.groupHandler())
@@ -186,13 +191,10 @@ func New(kube kubernetes.Interface, client fleetfitclient.Interface, opts Option
 		Add:    func(*corev1.Namespace) { c.enqueueAll() },
 		Delete: func(*corev1.Namespace) { c.enqueueAll() },
 	})
-	return c
-}
-
-func utilMust(err error) {
-	if err != nil {
-		panic(fmt.Sprintf("machine controller: setting up informers: %v", err))
+	if err := errors.Join(errs...); err != nil {
+		c.setupErr = fmt.Errorf("wiring the machine controller's informers: %w", err)
 	}
+	return c
 }
 
 // podSelector selects guest and reservation pods.
@@ -202,9 +204,13 @@ func podSelector() labels.Selector {
 }
 
 // Run starts the informers, waits for their caches and reconciles groups
-// with the given number of workers until ctx ends, then returns nil. Failed
+// with the given number of workers until ctx ends, then returns nil; it
+// returns at once the error of an informer New could not wire. Failed
 // writes are logged and retried with backoff, never returned.
 func (c *Controller) Run(ctx context.Context, workers int) error {
+	if c.setupErr != nil {
+		return c.setupErr
+	}
 	for _, f := range []interface{ Start(<-chan struct{}) }{c.fleetfit, c.reserved, c.podsInf, c.nodesInf, c.nsInf} {
 		f.Start(ctx.Done())
 	}
