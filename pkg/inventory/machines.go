@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -235,9 +236,10 @@ func (v *View) fitsMachine(r *Request) (bool, string) {
 }
 
 // MachineShortage is the reason for too few free machines: "group/type: 1
-// free, 2 wanted".
+// free, 2 wanted". It is concatenated rather than formatted, as a filter over
+// a large fleet words it for every cluster short of machines.
 func MachineShortage(m MachineType, free, wanted int64) string {
-	return fmt.Sprintf("%s: %d free, %d wanted", m, free, wanted)
+	return m.Group + "/" + m.Name + ": " + strconv.FormatInt(free, 10) + " free, " + strconv.FormatInt(wanted, 10) + " wanted"
 }
 
 // placeMachines is Place for a machine request: replicas take free machines

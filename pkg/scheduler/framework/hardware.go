@@ -2,7 +2,6 @@ package framework
 
 import (
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -102,9 +101,6 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time) 
 // machineShortage is why a machine pod's replicas did not all get a free machine: left is
 // how many of the type's free machines were left for it (Place took them all), after the other
 // consumers and the in-flight reservations of other placements.
-//
-// It words the shortage as inventory.MachineShortage does, built at once since a filter over a
-// large fleet builds it for every cluster short of machines.
 func (c *ClusterInfo) machineShortage(pod *hpa.Pod, m inventory.MachineType, left, wanted int64) string {
 	free, why := c.View.FreeMachines(pod.Request)
 	switch {
@@ -114,9 +110,7 @@ func (c *ClusterInfo) machineShortage(pod *hpa.Pod, m inventory.MachineType, lef
 		return fmt.Sprintf("%s: %s/%s: %d free, %d wanted (%d reported free, %d of them taken by other consumers and in-flight placements)",
 			pod.What, m.Group, m.Name, left, wanted, free, free-left)
 	}
-	// Concatenated rather than formatted: it is one allocation, where Sprintf boxes each argument.
-	return pod.What + ": " + m.Group + "/" + m.Name + ": " +
-		strconv.FormatInt(left, 10) + " free, " + strconv.FormatInt(wanted, 10) + " wanted"
+	return pod.What + ": " + inventory.MachineShortage(m, left, wanted)
 }
 
 // stillFits is the check for a cluster the placement already decides: its own pods may already
