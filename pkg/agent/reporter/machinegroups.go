@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -56,17 +54,13 @@ func newMachineGroups(client fleetfitclient.Interface, enqueue func()) (*machine
 // start starts the informer unless the spoke does not serve MachineGroups,
 // which it logs; a failed look-up starts it anyway, and the informer retries.
 func (m *machineGroups) start(ctx context.Context) {
-	gv := v1alpha1.SchemeGroupVersion.String()
-	resources, err := m.client.Discovery().ServerResourcesForGroupVersion(gv)
+	served, err := machinegroup.Served(m.client.Discovery())
 	switch {
-	case apierrors.IsNotFound(err):
-		klog.FromContext(ctx).Info("The cluster has no MachineGroup CRD; reporting no machine groups", "groupVersion", gv)
-		return
-	case err == nil && !servesMachineGroups(resources.APIResources):
-		klog.FromContext(ctx).Info("The cluster has no MachineGroup CRD; reporting no machine groups", "groupVersion", gv)
-		return
 	case err != nil:
 		klog.FromContext(ctx).Error(err, "Looking up the MachineGroup CRD; following MachineGroups anyway")
+	case !served:
+		klog.FromContext(ctx).Info("The cluster has no MachineGroup CRD; reporting no machine groups", "groupVersion", v1alpha1.SchemeGroupVersion.String())
+		return
 	}
 	m.factory.Start(ctx.Done())
 	m.started = true
@@ -89,13 +83,4 @@ func (m *machineGroups) report() ([]v1alpha1.ReportedMachineGroup, int32) {
 		return nil, 0
 	}
 	return machinegroup.Report(groups)
-}
-
-func servesMachineGroups(resources []metav1.APIResource) bool {
-	for _, r := range resources {
-		if r.Name == "machinegroups" {
-			return true
-		}
-	}
-	return false
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -26,6 +25,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
 
@@ -184,9 +184,9 @@ func (o *Options) Run(ctx context.Context) error {
 // without the MachineGroup CRD runs the reporter alone and says so.
 func (o *Options) runWithMachineGroups(ctx context.Context, r *reporter.Controller, spoke kubernetes.Interface, client fleetfitclient.Interface) error {
 	logger := klog.FromContext(ctx)
-	served, err := machineGroupsServed(spoke)
+	served, err := machinegroup.Served(spoke.Discovery())
 	if err != nil {
-		return err
+		return fmt.Errorf("on the managed cluster: %w", err)
 	}
 	if !served {
 		logger.Info("The managed cluster does not serve MachineGroups: machine groups are off until its CRDs are installed (fleetfit install crds --side spoke) and the agent restarts")
@@ -204,23 +204,6 @@ func (o *Options) runWithMachineGroups(ctx context.Context, r *reporter.Controll
 	g.Go(func() error { return named("machine controller", machines.Run(ctx, o.MachineGroupWorkers)) })
 	g.Go(func() error { return named("pod resource injector", srv.Run(ctx)) })
 	return g.Wait()
-}
-
-// machineGroupsServed says whether the managed cluster serves fleetfit.io's MachineGroups.
-func machineGroupsServed(spoke kubernetes.Interface) (bool, error) {
-	list, err := spoke.Discovery().ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String())
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("discovering %s on the managed cluster: %w", v1alpha1.SchemeGroupVersion, err)
-	}
-	for _, res := range list.APIResources {
-		if res.Name == "machinegroups" {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 func named(what string, err error) error {
