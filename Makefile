@@ -40,6 +40,10 @@ OCM_CRDS := \
 	cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml:hub \
 	cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml:hub \
 	cluster/v1alpha1/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml:hub \
+	addon/v1alpha1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml:hub \
+	addon/v1alpha1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml:hub \
+	addon/v1alpha1/0000_02_addon.open-cluster-management.io_addondeploymentconfigs.crd.yaml:hub \
+	addon/v1alpha1/0000_03_addon.open-cluster-management.io_addontemplates.crd.yaml:hub \
 	work/v1/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml:hub \
 	work/v1alpha1/0000_00_work.open-cluster-management.io_manifestworkreplicasets.crd.yaml:hub \
 	cluster/v1alpha1/0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml:spoke \

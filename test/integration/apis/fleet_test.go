@@ -22,6 +22,7 @@ func TestFleetServesCRDs(t *testing.T) {
 		"cluster.open-cluster-management.io/v1alpha1": {"addonplacementscores"},
 		"work.open-cluster-management.io/v1":          {"manifestworks"},
 		"work.open-cluster-management.io/v1alpha1":    {"manifestworkreplicasets"},
+		"addon.open-cluster-management.io/v1alpha1":   {"addondeploymentconfigs", "addontemplates", "clustermanagementaddons", "managedclusteraddons"},
 		"fleetfit.io/v1alpha1":                        {"clusterinventories", "hpaintents"},
 	}
 	spokeWant := map[string][]string{
