@@ -124,6 +124,11 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 	if err := showMachineGroups(ctx, con, fleet, examples, o.SettleTimeout); err != nil {
 		con.step("The machine groups did not settle: %v", err)
 	}
+	if err := waitReportsCurrent(ctx, fleet, o.SettleTimeout); err != nil {
+		con.step("The agents' reports are behind the clusters: %v", err)
+	} else {
+		con.step("The agents have reported every pod the clusters run")
+	}
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -8,12 +8,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
@@ -148,4 +150,71 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// waitReportsCurrent waits until every cluster's ClusterInventory on the hub shows the pods
+// the cluster runs now — the delivered ones and the machine groups' included — so that what
+// the CLI prints next is the fleet as it is: the requested amount of each resource the hub
+// has must equal what pkg/inventory computes from the spoke's own Nodes and Pods.
+func waitReportsCurrent(ctx context.Context, f *framework.Fleet, timeout time.Duration) error {
+	invs := fleetfitclient.NewForConfigOrDie(f.Hub.AdminConfig()).FleetfitV1alpha1()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = nil
+		for i, spoke := range f.Spokes {
+			name := framework.SpokeName(i)
+			want, err := requestedOn(ctx, spoke)
+			if err != nil {
+				last = err
+				return false, nil
+			}
+			inv, err := invs.ClusterInventories(name).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				last = err
+				return false, nil
+			}
+			got := map[corev1.ResourceName]resource.Quantity{}
+			for _, r := range inv.Status.Resources {
+				got[r.Name] = r.Requested
+			}
+			for r, q := range want {
+				if g := got[r]; g.Cmp(q) != 0 {
+					last = fmt.Errorf("%s reports %s %s requested, its pods request %s", name, g.String(), r, q.String())
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
+}
+
+// requestedOn sums the requests of the spoke's pods per resource as the agent does.
+func requestedOn(ctx context.Context, spoke *framework.ControlPlane) (map[corev1.ResourceName]resource.Quantity, error) {
+	c, err := inventory.NewCluster(inventory.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := spoke.AdminClient().CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range nodes.Items {
+		c.UpsertNode(&nodes.Items[i])
+	}
+	pods, err := spoke.AdminClient().CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		c.UpsertPod(&pods.Items[i])
+	}
+	out := map[corev1.ResourceName]resource.Quantity{}
+	for _, r := range c.Summarize().Resources {
+		out[r.Name] = r.Requested
+	}
+	return out, nil
 }
