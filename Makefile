@@ -81,7 +81,7 @@ $(BIN)/kwok:
 ##@ Development
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs, clients and the copied OCM CRDs.
+generate: ## Regenerate deepcopy, CRDs, clients, the add-on template and the copied OCM CRDs.
 	go tool controller-gen object paths=./pkg/apis/...
 	go tool controller-gen crd:allowDangerousTypes=false paths=./pkg/apis/... output:crd:dir=./manifests/crds/hub
 	mv manifests/crds/hub/fleetfit.io_machinegroups.yaml manifests/crds/hub/fleetfit.io_machinenodepools.yaml manifests/crds/spoke/
@@ -105,16 +105,17 @@ generate: ## Regenerate deepcopy, CRDs, clients and the copied OCM CRDs.
 		src=$${entry%%:*}; side=$${entry##*:}; \
 		install -m 0644 "$$ocm_dir/$$src" "manifests/crds/$$side/ocm_$$(basename $$src | sed -e 's/^0000_0[0-9]_//' -e 's/\.crd\.yaml$$/.yaml/')"; \
 	done
+	go run ./deploy/addon/internal/gentemplate -o deploy/addon/addontemplate.yaml
 
 .PHONY: verify
 verify: ## Check generated code and CRDs are current, gofmt and go vet are clean.
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-		cp -a manifests pkg $$tmp/; \
+		cp -a manifests pkg deploy $$tmp/; \
 		$(MAKE) --no-print-directory generate >/dev/null; \
-		if ! git diff --quiet --no-index $$tmp/manifests manifests || ! git diff --quiet --no-index $$tmp/pkg pkg; then \
-			git diff --stat --no-index $$tmp/manifests manifests || true; git diff --stat --no-index $$tmp/pkg pkg || true; \
+		if ! git diff --quiet --no-index $$tmp/manifests manifests || ! git diff --quiet --no-index $$tmp/pkg pkg || ! git diff --quiet --no-index $$tmp/deploy deploy; then \
+			git diff --stat --no-index $$tmp/manifests manifests || true; git diff --stat --no-index $$tmp/pkg pkg || true; git diff --stat --no-index $$tmp/deploy deploy || true; \
 			echo "generated files are out of date: run 'make generate' and commit the result"; exit 1; fi
-	@out=$$(gofmt -l cmd pkg manifests test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd deploy pkg manifests test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	cd test/tools && go mod verify >/dev/null
 	cd test/tools/ocm && go mod verify >/dev/null

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetfit/fleetfit/pkg/cli/addoncmd"
 	"github.com/fleetfit/fleetfit/pkg/cli/candidatescmd"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/cli/explaincmd"
@@ -37,6 +38,7 @@ func NewCommand() *cobra.Command {
 		simulatecmd.NewCommand(flags),
 		candidatescmd.NewCommand(flags),
 		installcmd.NewCommand(flags),
+		addoncmd.NewCommand(flags),
 		newVersionCommand(),
 	)
 	cmd.AddLogFlags(c)

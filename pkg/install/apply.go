@@ -173,6 +173,11 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, 
 	gvk := obj.GroupVersionKind()
 	r := Result{Kind: gvk.Kind, Group: gvk.Group, Name: obj.GetName(), DryRun: opts.DryRun}
 	mapping, err := a.mapping(obj)
+	if opts.DryRun && meta.IsNoMatchError(err) {
+		// A dry run does not create the CRD that would serve it.
+		r.Skipped = fmt.Sprintf("the cluster does not serve %s yet", gvk.GroupKind())
+		return r, nil
+	}
 	if err != nil {
 		return r, fmt.Errorf("applying %s: %w", r.Ref(), err)
 	}

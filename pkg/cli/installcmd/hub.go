@@ -21,17 +21,20 @@ type HubOptions struct {
 	Placements string
 	ApplyFlags
 
-	hub install.HubOptions
+	hub   install.HubOptions
+	addOn install.AddOnOptions
 }
 
 func newHubCommand(flags *clientopts.Flags) *cobra.Command {
 	o := &HubOptions{Flags: flags, Image: install.DefaultImage(), Placements: string(placementmode.All)}
 	c := &cobra.Command{
 		Use:   "hub",
-		Short: "Install fleetfit-hub on an OCM hub: the hub's CRDs, RBAC, Deployment and Service",
+		Short: "Install fleetfit-hub on an OCM hub: the hub's CRDs, RBAC, Deployment and Service, and the agent's add-on",
 		Long: `Install fleetfit-hub on the hub cluster of --kubeconfig/--context: the hub's CRDs (as
 'fleetfit install crds --side hub'), then the namespace fleetfit-system with fleetfit-hub's
-ServiceAccount, RBAC, Deployment and Service (deploy/hub).
+ServiceAccount, RBAC, Deployment and Service (deploy/hub), then the fleetfit-agent add-on
+(as 'fleetfit install addon'), which 'clusteradm addon enable' or 'fleetfit addon enable'
+deploys on managed clusters.
 
 The image is the one built from the repository's Dockerfile, which holds fleetfit-hub,
 fleetfit-agent and fleetfit; by default it is this version's, published as
@@ -48,7 +51,7 @@ fleetfit-agent and fleetfit; by default it is this version's, published as
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
-	c.Flags().StringVar(&o.Image, "image", o.Image, "fleetfit's container image, built from the repository's Dockerfile")
+	c.Flags().StringVar(&o.Image, "image", o.Image, "fleetfit's container image, built from the repository's Dockerfile, for fleetfit-hub and the add-on's agent")
 	c.Flags().StringVar(&o.Placements, "placements", o.Placements, `which Placements fleetfit-hub schedules: "all" (it replaces OCM's placement controller) or "annotated" (it runs beside it)`)
 	o.addFlags(c.Flags())
 	return c
@@ -57,6 +60,7 @@ fleetfit-agent and fleetfit; by default it is this version's, published as
 // Complete turns the flags into what is installed.
 func (o *HubOptions) Complete() error {
 	o.hub = install.HubOptions{Image: o.Image, Placements: placementmode.Mode(o.Placements)}
+	o.addOn = install.AddOnOptions{Image: o.Image}
 	return nil
 }
 
@@ -73,7 +77,7 @@ func (o *HubOptions) Validate() error {
 }
 
 // Run applies the hub's CRDs, waits until they are served, then applies
-// fleetfit-hub's objects.
+// fleetfit-hub's objects and the agent's add-on.
 func (o *HubOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 	crds, err := manifests.HubCRDs()
 	if err != nil {
@@ -83,6 +87,11 @@ func (o *HubOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	addOn, err := install.AddOnObjects(o.addOn)
+	if err != nil {
+		return err
+	}
+	objs = append(objs, addOn...)
 	cfg, err := o.Flags.RESTConfig()
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 // Package installcmd holds `fleetfit install`, which puts fleetfit on a hub
-// (`install hub`) and on managed clusters (`install agent`, with the hub
-// side of an agent's access from `install agent-access`), and their
+// (`install hub`, with the agent's OCM add-on, also alone as `install
+// addon`) and on managed clusters (`install agent`, with the hub side of an
+// agent's access from `install agent-access`), and their
 // CustomResourceDefinitions (`install crds`). Everything is applied with
 // server-side apply, so installing again changes nothing, and installing a
 // newer version updates in place.
@@ -34,7 +35,11 @@ again changes nothing, and a newer version updates in place. Each applied object
 printed as kubectl prints it.
 
   1. On the hub:               fleetfit install hub
-  2. On each managed cluster:  fleetfit install agent --cluster-name NAME --hub-admin-kubeconfig HUB
+  2. Where OCM's add-on manager runs, on the hub (install hub applies the add-on too):
+                               fleetfit addon enable --clusters NAME,...
+     (or clusteradm addon enable --names fleetfit-agent --clusters NAME,...)
+     Elsewhere, on each managed cluster:
+                               fleetfit install agent --cluster-name NAME --hub-admin-kubeconfig HUB
      or, when the hub's admin is someone else, first on the hub
                                fleetfit install agent-access --cluster-name NAME --agent-kubeconfig FILE
      then on the managed cluster
@@ -46,6 +51,7 @@ The cluster each command works on is chosen with --kubeconfig and --context, as 
 		newHubCommand(flags),
 		newAgentCommand(flags),
 		newAgentAccessCommand(flags),
+		newAddOnCommand(flags),
 		newCRDsCommand(flags),
 	)
 	return c

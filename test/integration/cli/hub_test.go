@@ -44,6 +44,16 @@ var hubObjectRefs = []string{
 	"service/fleetfit-hub",
 }
 
+// addOnObjectRefs are deploy/addon's objects, which `install hub` applies
+// after deploy/hub's, and `install addon` alone.
+var addOnObjectRefs = []string{
+	"clusterrole.rbac.authorization.k8s.io/fleetfit:agent",
+	"validatingadmissionpolicy.admissionregistration.k8s.io/fleetfit-agent-own-namespace",
+	"validatingadmissionpolicybinding.admissionregistration.k8s.io/fleetfit-agent-own-namespace",
+	"addontemplate.addon.open-cluster-management.io/fleetfit-agent",
+	"clustermanagementaddon.addon.open-cluster-management.io/fleetfit-agent",
+}
+
 // TestInstallHub installs fleetfit-hub on a bare control plane with the CLI:
 // a dry run first, which leaves the cluster as it was, then for real, then
 // again, which changes nothing; then it takes back what another field manager
@@ -94,6 +104,18 @@ func TestInstallHub(t *testing.T) {
 			}
 			want = append(want, ref+" serverside-applied (dry run, not sent to the server: namespace fleetfit-system does not exist yet)")
 		}
+		// The add-on's own kinds are served once the dry run's CRDs are
+		// installed for real.
+		for _, ref := range addOnObjectRefs {
+			switch kind, _, _ := strings.Cut(ref, "/"); kind {
+			case "addontemplate.addon.open-cluster-management.io":
+				want = append(want, ref+" serverside-applied (dry run, not sent to the server: the cluster does not serve AddOnTemplate.addon.open-cluster-management.io yet)")
+			case "clustermanagementaddon.addon.open-cluster-management.io":
+				want = append(want, ref+" serverside-applied (dry run, not sent to the server: the cluster does not serve ClusterManagementAddOn.addon.open-cluster-management.io yet)")
+			default:
+				want = append(want, ref+" serverside-applied (server dry run)")
+			}
+		}
 		if diff := cmp.Diff(want, lines(out)); diff != "" {
 			t.Errorf("output (-want,+got):\n%s", diff)
 		}
@@ -110,7 +132,7 @@ func TestInstallHub(t *testing.T) {
 		t.Fatalf("fleetfit install hub: %v", err)
 	}
 	var want []string
-	for _, ref := range append(crdRefs(t, manifests.HubCRDs), hubObjectRefs...) {
+	for _, ref := range slices.Concat(crdRefs(t, manifests.HubCRDs), hubObjectRefs, addOnObjectRefs) {
 		want = append(want, ref+" serverside-applied")
 	}
 	if diff := cmp.Diff(want, lines(out)); diff != "" {
@@ -275,7 +297,11 @@ func hubObjects(t *testing.T, image string, mode placementmode.Mode) []*unstruct
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(objs, hubObjs...)
+	addOnObjs, err := install.AddOnObjects(install.AddOnOptions{Image: image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Concat(objs, hubObjs, addOnObjs)
 }
 
 // resourceVersions reads the objects from the cluster: their
