@@ -1,7 +1,14 @@
 // Package reporter is what the agent reports to the hub: it follows the managed
 // cluster's Nodes and Pods with informers, keeps an inventory.Cluster up to
-// date, and writes what changed to the hub — the cluster's ClusterInventory,
-// its AddOnPlacementScore and the extended resources of its ManagedCluster.
+// date, and writes what changed to the hub — the cluster's ClusterInventory
+// and its AddOnPlacementScores — all in the cluster's namespace there.
+//
+// The reporter never writes the cluster's ManagedCluster: OCM's registration
+// agent sums every node resource, extended ones included, into its status and
+// replaces status.allocatable on each of its syncs, so a second writer would
+// only fight it; and the agent's hub identity then needs no cluster-scoped
+// permission at all. Free amounts, which OCM does not know, are in the
+// ClusterInventory.
 //
 // It also follows its own ClusterInventory on the hub: the hub writes there
 // (spec.labelKeys) which node label keys HPAIntents use, and the reporter
@@ -67,7 +74,7 @@ type Clients struct {
 	Spoke kubernetes.Interface
 	// Hub writes ClusterInventories.
 	Hub fleetfitclient.Interface
-	// HubCluster writes AddOnPlacementScores and ManagedCluster status.
+	// HubCluster writes AddOnPlacementScores.
 	HubCluster clusterclient.Interface
 	// SpokeFleetfit reads the managed cluster's MachineGroups; it is needed
 	// only with Options.MachineGroups.
@@ -175,7 +182,6 @@ func New(clients Clients, opts Options) (*Controller, error) {
 	c.steps = []step{
 		inv,
 		newScoreWriter(clients.HubCluster, opts),
-		newManagedClusterWriter(clients.HubCluster, clients.Hub, inv, opts),
 	}
 
 	nodes := c.factory.Core().V1().Nodes().Informer()
