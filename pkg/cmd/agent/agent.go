@@ -36,6 +36,9 @@ type Options struct {
 	Kubeconfig      string
 	FeaturePrefixes []string
 	MinInterval     time.Duration
+	// UsageScore writes the AddOnPlacementScore resource-usage-score as OCM's
+	// resource-usage-collect-addon does.
+	UsageScore bool
 
 	// MachineGroups runs the machine-group controllers and the pod resource
 	// injector, and reports the groups to the hub.
@@ -51,6 +54,7 @@ func NewCommand() *cobra.Command {
 	o := &Options{
 		FeaturePrefixes: slices.Clone(inventory.DefaultFeatureLabelPrefixes),
 		MinInterval:     reporter.DefaultMinInterval,
+		UsageScore:      true,
 
 		MachineGroups:       true,
 		MachineGroupWorkers: 2,
@@ -75,6 +79,7 @@ func NewCommand() *cobra.Command {
 	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this managed cluster (default: in-cluster)")
 	c.Flags().StringSliceVar(&o.FeaturePrefixes, "feature-prefixes", o.FeaturePrefixes, "node label prefixes reported as features (an exact key is its own prefix)")
 	c.Flags().DurationVar(&o.MinInterval, "min-interval", o.MinInterval, "least time between two reports to the hub; changes in between are coalesced")
+	c.Flags().BoolVar(&o.UsageScore, "resource-usage-score", o.UsageScore, "also write the AddOnPlacementScore "+reporter.UsageScoreName+" with the scores of OCM's resource-usage-collect-addon; turn it off where that add-on runs too")
 	c.Flags().BoolVar(&o.MachineGroups, "machine-groups", o.MachineGroups, "run the machine-group controllers (node pools, reservations) and the pod resource injector, and report MachineGroups to the hub")
 	c.Flags().IntVar(&o.MachineGroupWorkers, "machine-group-workers", o.MachineGroupWorkers, "workers of each machine-group controller")
 	c.Flags().StringVar(&o.Machine.ReservationImage, "reservation-image", o.Machine.ReservationImage, "image of the reservation pods' one container, which idles until stopped")
@@ -168,7 +173,7 @@ func (o *Options) Run(ctx context.Context) error {
 		clients.SpokeFleetfit = spokeFleetfit
 	}
 	r, err := reporter.New(clients, reporter.Options{
-		ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval, MachineGroups: o.MachineGroups,
+		ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval, MachineGroups: o.MachineGroups, UsageScore: o.UsageScore,
 	})
 	if err != nil {
 		return err

@@ -99,7 +99,7 @@ func TestAgentReportsToHub(t *testing.T) {
 		}
 	}
 
-	startAgent(t, 0)
+	startAgent(t, 0, framework.WithUsageScore())
 
 	// Hand-computed: cpu 96 allocatable, 16 requested; GPUs 10 and 3.
 	inv := waitForReport(t, spoke, hubFleetfit, cluster)
@@ -139,6 +139,35 @@ func TestAgentReportsToHub(t *testing.T) {
 		}
 		framework.Eventually(t, func(ctx context.Context) error {
 			s, err := hubClusters.ClusterV1alpha1().AddOnPlacementScores(cluster).Get(ctx, reporter.ScoreName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if s.Status.ValidUntil == nil || !s.Status.ValidUntil.After(s.CreationTimestamp.Time) {
+				return fmt.Errorf("validUntil %v is not in the future", s.Status.ValidUntil)
+			}
+			if diff := cmp.Diff(want, s.Status.Scores); diff != "" {
+				return fmt.Errorf("scores (-want,+got):\n%s", diff)
+			}
+			return nil
+		})
+	})
+
+	t.Run("resource usage score", func(t *testing.T) {
+		// As OCM's resource-usage-collect-addon scores it: the best node
+		// a100-1 has 32 cpu free (−100 + 200×32/100 = −36) and 4 GPUs (of
+		// 20: −60); the cluster 80 cpu (60) and 7 GPUs (−30); memory of
+		// more than 1Mi scores 100; there are no TPUs.
+		want := []clusterv1alpha1.AddOnPlacementScoreItem{
+			{Name: "cpuNodeAvailable", Value: -36}, {Name: "cpuClusterAvailable", Value: 60},
+			{Name: "memNodeAvailable", Value: 100}, {Name: "memClusterAvailable", Value: 100},
+			{Name: "gpuNodeAvailable", Value: -60}, {Name: "gpuClusterAvailable", Value: -30},
+			{Name: "tpuNodeAvailable", Value: -100}, {Name: "tpuClusterAvailable", Value: -100},
+		}
+		if diff := cmp.Diff(want, reporter.UsageScores(&inv.Status)); diff != "" {
+			t.Fatalf("UsageScores of the hub's report (-want,+got):\n%s", diff)
+		}
+		framework.Eventually(t, func(ctx context.Context) error {
+			s, err := hubClusters.ClusterV1alpha1().AddOnPlacementScores(cluster).Get(ctx, reporter.UsageScoreName, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -257,18 +286,18 @@ func TestAgentReportsToHub(t *testing.T) {
 // startAgent runs the reporter of the i-th spoke in-process with the
 // identities deploy/agent grants — the spoke's ServiceAccount and the hub
 // user system:fleetfit:agent:<cluster> — until the test ends.
-func startAgent(t *testing.T, i int) {
+func startAgent(t *testing.T, i int, opts ...framework.AgentOption) {
 	t.Helper()
-	startAgentAs(t, fleet.Spokes[i], framework.SpokeName(i))
+	startAgentAs(t, fleet.Spokes[i], framework.SpokeName(i), opts...)
 }
 
 // startAgentAs runs, until the test ends, the reporter of spoke under the
 // managed-cluster name cluster, and returns its log.
-func startAgentAs(t *testing.T, spoke *framework.ControlPlane, cluster string) ktesting.Buffer {
+func startAgentAs(t *testing.T, spoke *framework.ControlPlane, cluster string, opts ...framework.AgentOption) ktesting.Buffer {
 	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
-	done, err := framework.StartAgent(ctx, fleet.Hub, spoke, cluster, minInterval)
+	done, err := framework.StartAgent(ctx, fleet.Hub, spoke, cluster, minInterval, opts...)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
