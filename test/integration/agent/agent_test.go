@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -90,7 +91,7 @@ func TestAgentReportsToHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := []*corev1.Pod{
-		ut.MakePod(testNS, "train", "a100-0", corev1.ResourceList{"cpu": resource.MustParse("10"), "memory": resource.MustParse("20Gi"), gpu: resource.MustParse("3")}),
+		ut.MakePod(testNS, "train", "a100-0", corev1.ResourceList{"cpu": resource.MustParse("10"), "memory": resource.MustParse("20G"), gpu: resource.MustParse("3")}),
 		ut.MakePod(testNS, "web", "cpu-0", corev1.ResourceList{"cpu": resource.MustParse("6")}),
 	}
 	for _, p := range pods {
@@ -110,7 +111,8 @@ func TestAgentReportsToHub(t *testing.T) {
 		free      string
 	}{
 		{"cpu", "96", "16", "80"},
-		{"memory", "384Gi", "20Gi", "364Gi"},
+		// 384Gi − 20G is 365.37Gi, reported rounded down to a whole Gi.
+		{"memory", "384Gi", "20G", "365Gi"},
 		{gpu, "10", "3", "7"},
 	} {
 		got := totals(inv, want.name)
@@ -127,8 +129,8 @@ func TestAgentReportsToHub(t *testing.T) {
 	quantities := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 	t.Run("placement score", func(t *testing.T) {
-		// cpuFree = −100 + 200×80/96 = 66.7; memoryFree = −100 + 200×364/384
-		// = 89.6; gpuFree = −100 + 200×7/10; the best nodes are untouched.
+		// cpuFree = −100 + 200×80/96 = 66.7; memoryFree = −100 + 200×365/384
+		// = 90.1; gpuFree = −100 + 200×7/10; the best nodes are untouched.
 		want := []clusterv1alpha1.AddOnPlacementScoreItem{
 			{Name: "cpuFree", Value: 67}, {Name: "cpuFreeBestNode", Value: 100},
 			{Name: "memoryFree", Value: 90}, {Name: "memoryFreeBestNode", Value: 100},
@@ -150,6 +152,31 @@ func TestAgentReportsToHub(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("printer columns", func(t *testing.T) {
+		// What kubectl get clusterinventories shows: free memory in binary units.
+		raw, err := hubFleetfit.FleetfitV1alpha1().RESTClient().Get().Namespace(cluster).Resource("clusterinventories").Name(cluster).
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table metav1.Table
+		if err := json.Unmarshal(raw, &table); err != nil {
+			t.Fatal(err)
+		}
+		if len(table.Rows) != 1 {
+			t.Fatalf("%d rows, want 1", len(table.Rows))
+		}
+		got := map[string]any{}
+		for i, c := range table.ColumnDefinitions {
+			got[c.Name] = table.Rows[0].Cells[i]
+		}
+		for col, want := range map[string]any{"Free CPU": "80", "Free Memory": "365Gi", "GPUs": "7"} {
+			if got[col] != want {
+				t.Errorf("column %q: %v, want %v (all: %v)", col, got[col], want, got)
+			}
+		}
 	})
 
 	t.Run("resource usage score", func(t *testing.T) {
