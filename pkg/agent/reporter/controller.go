@@ -110,6 +110,11 @@ type Options struct {
 	// that Placements written for that add-on work unchanged. Leave it off
 	// where that add-on runs too: two writers of one object would fight.
 	UsageScore bool
+	// OnReport, when set, is given every report the reporter computes,
+	// whether or not the hub could be written; it must not keep or change it
+	// and must return quickly (fleetfit-agent's ClusterClaims take theirs
+	// from here, so claims and reports never disagree).
+	OnReport func(*v1alpha1.ClusterInventoryStatus)
 	// MachineGroups reports the managed cluster's MachineGroups with the
 	// usage of their machine types (status.machineGroups). It needs
 	// Clients.SpokeFleetfit; a cluster without the MachineGroup CRD reports none.
@@ -334,6 +339,9 @@ func (c *Controller) sync(ctx context.Context) error {
 	}
 	st := &syncState{report: c.cluster.Summarize(), now: c.opts.Clock.Now()}
 	st.report.MachineGroups, st.report.OmittedMachineGroups = c.groups.report()
+	if c.opts.OnReport != nil {
+		c.opts.OnReport(&st.report)
+	}
 	var errs []error
 	for _, s := range c.steps {
 		if err := s.sync(ctx, st); err != nil {

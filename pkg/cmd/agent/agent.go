@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
+	"github.com/fleetfit/fleetfit/pkg/agent/clusterclaims"
 	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/injector"
 	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/machine"
 	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/nodepool"
@@ -39,6 +40,9 @@ type Options struct {
 	// UsageScore writes the AddOnPlacementScore resource-usage-score as OCM's
 	// resource-usage-collect-addon does.
 	UsageScore bool
+	// ClusterClaims keeps ClusterClaims with the cluster's hardware facts.
+	ClusterClaims bool
+	Claims        clusterclaims.Options
 
 	// MachineGroups runs the machine-group controllers and the pod resource
 	// injector, and reports the groups to the hub.
@@ -55,6 +59,8 @@ func NewCommand() *cobra.Command {
 		FeaturePrefixes: slices.Clone(inventory.DefaultFeatureLabelPrefixes),
 		MinInterval:     reporter.DefaultMinInterval,
 		UsageScore:      true,
+		ClusterClaims:   true,
+		Claims:          clusterclaims.Options{MinInterval: clusterclaims.DefaultMinInterval, MaxClaims: clusterclaims.DefaultClaims},
 
 		MachineGroups:       true,
 		MachineGroupWorkers: 2,
@@ -80,6 +86,9 @@ func NewCommand() *cobra.Command {
 	c.Flags().StringSliceVar(&o.FeaturePrefixes, "feature-prefixes", o.FeaturePrefixes, "node label prefixes reported as features (an exact key is its own prefix)")
 	c.Flags().DurationVar(&o.MinInterval, "min-interval", o.MinInterval, "least time between two reports to the hub; changes in between are coalesced")
 	c.Flags().BoolVar(&o.UsageScore, "resource-usage-score", o.UsageScore, "also write the AddOnPlacementScore "+reporter.UsageScoreName+" with the scores of OCM's resource-usage-collect-addon; turn it off where that add-on runs too")
+	c.Flags().BoolVar(&o.ClusterClaims, "cluster-claims", o.ClusterClaims, "keep ClusterClaims on the managed cluster with its hardware facts (node count, GPU models, allocatable totals and largest node, notable node features), for OCM's registration agent to expose on the hub")
+	c.Flags().DurationVar(&o.Claims.MinInterval, "cluster-claims-interval", o.Claims.MinInterval, "least time between two updates of the ClusterClaims")
+	c.Flags().IntVar(&o.Claims.MaxClaims, "max-cluster-claims", o.Claims.MaxClaims, fmt.Sprintf("most ClusterClaims the agent keeps, within [%d, %d] (OCM exposes 20 custom claims by default)", clusterclaims.MinClaims, clusterclaims.MaxClaims))
 	c.Flags().BoolVar(&o.MachineGroups, "machine-groups", o.MachineGroups, "run the machine-group controllers (node pools, reservations) and the pod resource injector, and report MachineGroups to the hub")
 	c.Flags().IntVar(&o.MachineGroupWorkers, "machine-group-workers", o.MachineGroupWorkers, "workers of each machine-group controller")
 	c.Flags().StringVar(&o.Machine.ReservationImage, "reservation-image", o.Machine.ReservationImage, "image of the reservation pods' one container, which idles until stopped")
@@ -112,6 +121,14 @@ func (o *Options) Validate() error {
 	for i, p := range o.FeaturePrefixes {
 		if p == "" {
 			errs = append(errs, fmt.Errorf("--feature-prefixes[%d] is empty, which would report every label", i))
+		}
+	}
+	if o.ClusterClaims {
+		if o.Claims.MinInterval <= 0 {
+			errs = append(errs, fmt.Errorf("--cluster-claims-interval must be positive, got %v", o.Claims.MinInterval))
+		}
+		if o.Claims.MaxClaims < clusterclaims.MinClaims || o.Claims.MaxClaims > clusterclaims.MaxClaims {
+			errs = append(errs, fmt.Errorf("--max-cluster-claims must be within [%d, %d], got %d", clusterclaims.MinClaims, clusterclaims.MaxClaims, o.Claims.MaxClaims))
 		}
 	}
 	if o.MachineGroups {
@@ -172,16 +189,42 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		clients.SpokeFleetfit = spokeFleetfit
 	}
-	r, err := reporter.New(clients, reporter.Options{
+	ropts := reporter.Options{
 		ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval, MachineGroups: o.MachineGroups, UsageScore: o.UsageScore,
-	})
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	if o.ClusterClaims {
+		served, err := clusterclaims.Served(spoke.Discovery())
+		if err != nil {
+			return fmt.Errorf("on the managed cluster: %w", err)
+		}
+		if !served {
+			logger.Info("The managed cluster does not serve ClusterClaims: cluster claims are off until OCM's ClusterClaim CRD is installed (fleetfit install crds --side spoke) and the agent restarts")
+			o.ClusterClaims = false
+		}
+	}
+	if o.ClusterClaims {
+		spokeClusters, err := clusterclient.NewForConfig(spokeCfg)
+		if err != nil {
+			return err
+		}
+		claims, err := clusterclaims.New(spokeClusters, o.Claims)
+		if err != nil {
+			return err
+		}
+		ropts.OnReport = claims.Observe
+		g.Go(func() error { return named("cluster claims", claims.Run(ctx)) })
+	}
+	r, err := reporter.New(clients, ropts)
 	if err != nil {
 		return err
 	}
 	if !o.MachineGroups {
-		return r.Run(ctx)
+		g.Go(func() error { return r.Run(ctx) })
+	} else {
+		g.Go(func() error { return o.runWithMachineGroups(ctx, r, spoke, spokeFleetfit) })
 	}
-	return o.runWithMachineGroups(ctx, r, spoke, spokeFleetfit)
+	return g.Wait()
 }
 
 // runWithMachineGroups runs the reporter beside the machine-group controllers
