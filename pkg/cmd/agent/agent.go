@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
@@ -37,6 +38,9 @@ type Options struct {
 	Kubeconfig      string
 	FeaturePrefixes []string
 	MinInterval     time.Duration
+	// HubCertificateCheckInterval is how often open connections to the hub
+	// are checked for a replaced client certificate file.
+	HubCertificateCheckInterval time.Duration
 	// UsageScore writes the AddOnPlacementScore resource-usage-score as OCM's
 	// resource-usage-collect-addon does.
 	UsageScore bool
@@ -59,6 +63,9 @@ func NewCommand() *cobra.Command {
 		FeaturePrefixes: slices.Clone(inventory.DefaultFeatureLabelPrefixes),
 		MinInterval:     reporter.DefaultMinInterval,
 		UsageScore:      true,
+		// client-go's default is 5 minutes: a certificate OCM renews late in a
+		// short validity could expire on an open connection meanwhile.
+		HubCertificateCheckInterval: 30 * time.Second,
 		ClusterClaims:   true,
 		Claims:          clusterclaims.Options{MinInterval: clusterclaims.DefaultMinInterval, MaxClaims: clusterclaims.DefaultClaims},
 
@@ -85,6 +92,7 @@ func NewCommand() *cobra.Command {
 	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this managed cluster (default: in-cluster)")
 	c.Flags().StringSliceVar(&o.FeaturePrefixes, "feature-prefixes", o.FeaturePrefixes, "node label prefixes reported as features (an exact key is its own prefix)")
 	c.Flags().DurationVar(&o.MinInterval, "min-interval", o.MinInterval, "least time between two reports to the hub; changes in between are coalesced")
+	c.Flags().DurationVar(&o.HubCertificateCheckInterval, "hub-certificate-check-interval", o.HubCertificateCheckInterval, "with a hub kubeconfig naming client certificate files (as OCM's add-on registration writes it), how often open connections are checked for a replaced certificate and reopened with it; new connections always use the files' current certificate")
 	c.Flags().BoolVar(&o.UsageScore, "resource-usage-score", o.UsageScore, "also write the AddOnPlacementScore "+reporter.UsageScoreName+" with the scores of OCM's resource-usage-collect-addon; turn it off where that add-on runs too")
 	c.Flags().BoolVar(&o.ClusterClaims, "cluster-claims", o.ClusterClaims, "keep ClusterClaims on the managed cluster with its hardware facts (node count, GPU models, allocatable totals and largest node, notable node features), for OCM's registration agent to expose on the hub")
 	c.Flags().DurationVar(&o.Claims.MinInterval, "cluster-claims-interval", o.Claims.MinInterval, "least time between two updates of the ClusterClaims")
@@ -108,6 +116,9 @@ func (o *Options) Validate() error {
 	}
 	if o.HubKubeconfig == "" {
 		errs = append(errs, errors.New("--hub-kubeconfig is required"))
+	}
+	if o.HubCertificateCheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--hub-certificate-check-interval must be positive, got %v", o.HubCertificateCheckInterval))
 	}
 	if o.MinInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--min-interval must be positive, got %v", o.MinInterval))
@@ -155,6 +166,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// client-go reads client certificate files named in a kubeconfig again
+	// for every new connection (at most once a second), and closes its open
+	// connections when a periodic check finds the certificate changed, so
+	// the credentials OCM's add-on registration rotates in the mounted
+	// Secret are taken up without a restart. The check's period is a
+	// process-wide setting of client-go, read when a client is built.
+	transport.CertCallbackRefreshDuration = o.HubCertificateCheckInterval
 	hubCfg, err := cmd.RESTConfig(o.HubKubeconfig, "fleetfit-agent")
 	if err != nil {
 		return err
