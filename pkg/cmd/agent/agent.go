@@ -66,8 +66,8 @@ func NewCommand() *cobra.Command {
 		// client-go's default is 5 minutes: a certificate OCM renews late in a
 		// short validity could expire on an open connection meanwhile.
 		HubCertificateCheckInterval: 30 * time.Second,
-		ClusterClaims:   true,
-		Claims:          clusterclaims.Options{MinInterval: clusterclaims.DefaultMinInterval, MaxClaims: clusterclaims.DefaultClaims},
+		ClusterClaims:               true,
+		Claims:                      clusterclaims.Options{MinInterval: clusterclaims.DefaultMinInterval, MaxClaims: clusterclaims.DefaultClaims},
 
 		MachineGroups:       true,
 		MachineGroupWorkers: 2,
