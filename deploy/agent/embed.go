@@ -57,7 +57,7 @@ var deployment string
 func AgentUser(cluster string) string { return "system:fleetfit:agent:" + cluster }
 
 // HubClusterRBAC binds HubRBAC for one cluster's agent in that cluster's
-// namespace, and lets it patch its own ManagedCluster's status.
+// namespace: a RoleBinding, and nothing cluster-scoped.
 func HubClusterRBAC(cluster string) []byte {
 	return []byte(strings.ReplaceAll(hubClusterRBAC, "CLUSTER_NAME", cluster))
 }

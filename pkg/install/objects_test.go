@@ -209,8 +209,6 @@ func TestAgentAccessObjects(t *testing.T) {
 	want := []string{
 		"ClusterRole /fleetfit:agent",
 		"RoleBinding cluster1/fleetfit:agent",
-		"ClusterRole /fleetfit:agent:cluster1",
-		"ClusterRoleBinding /fleetfit:agent:cluster1",
 	}
 	if diff := cmp.Diff(want, refs); diff != "" {
 		t.Errorf("objects, in order (-want,+got):\n%s", diff)

@@ -20,6 +20,8 @@ import (
 //     new pods go. Free is summed per node and floored at zero on each node,
 //     so it is not allocatable − requested when some node is unschedulable or
 //     over-committed. Pods bound to a node name with no Node are left out.
+//     Free bytes are rounded down by at most 1% to a whole binary unit (see
+//     sum.freeQuantity), so that they print as such.
 //   - nodeShapes: sorted by name, one per group of nodes sharing
 //     schedulability, taints, feature labels and allocatable, each with its
 //     free summary as described on the package, capped as Config says.
@@ -81,7 +83,7 @@ func (c *Cluster) Summarize() v1alpha1.ClusterInventoryStatus {
 			Capacity:    s.capacity.quantity(name),
 			Allocatable: s.allocatable.quantity(name),
 			Requested:   s.requested.quantity(name),
-			Free:        s.free.quantity(name),
+			Free:        s.free.freeQuantity(name),
 		}
 	}
 	st.ReportedLabels = c.cfg.reportedLabels()

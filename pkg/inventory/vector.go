@@ -283,3 +283,26 @@ func (s sum) quantity(name corev1.ResourceName) resource.Quantity {
 	q.Add(*resource.NewMilliQuantity(s.milli, resource.DecimalSI))
 	return q
 }
+
+// freeQuantity renders a cluster's free amount of name. A free amount of
+// bytes is rounded down to the largest binary unit (Ki, Mi, Gi, ...) of which
+// it holds at least 100, so that it is written as 210Gi rather than as the
+// 226130518016 that a sum of decimal pod requests leaves (a canonical binary
+// quantity not divisible by 1Ki is written in bytes), and kubectl's printer
+// columns read well. It is then at most 1% below the sum, never above it.
+func (s sum) freeQuantity(name corev1.ResourceName) resource.Quantity {
+	const minUnits, ki = 100, 1024
+	if !isBytes(name) || s.units < minUnits*ki || s.units >= maxUnits-1 {
+		return s.quantity(name)
+	}
+	// The milli remainder of many nodes may reach whole bytes either way.
+	bytes := s.units + s.milli/1000
+	if s.milli < 0 && s.milli%1000 != 0 {
+		bytes--
+	}
+	unit := int64(ki)
+	for unit < 1<<60 && bytes/(unit*ki) >= minUnits {
+		unit *= ki
+	}
+	return *resource.NewQuantity(bytes/unit*unit, resource.BinarySI)
+}

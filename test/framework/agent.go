@@ -67,6 +67,12 @@ func WithMachineGroups() AgentOption {
 	return func(o *reporter.Options) { o.MachineGroups = true }
 }
 
+// WithUsageScore makes the agent write resource-usage-score too, as fleetfit-agent does by
+// default (--resource-usage-score).
+func WithUsageScore() AgentOption {
+	return func(o *reporter.Options) { o.UsageScore = true }
+}
+
 // StartAgent runs fleetfit-agent's reporter for cluster in-process, with the identities
 // deploy/agent grants (the spoke's ServiceAccount, the hub user system:fleetfit:agent:<cluster>;
 // see ApplyAgentRBAC), until ctx ends. It returns a channel that receives the reporter's result

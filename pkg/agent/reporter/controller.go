@@ -1,7 +1,16 @@
 // Package reporter is what the agent reports to the hub: it follows the managed
 // cluster's Nodes and Pods with informers, keeps an inventory.Cluster up to
-// date, and writes what changed to the hub — the cluster's ClusterInventory,
-// its AddOnPlacementScore and the extended resources of its ManagedCluster.
+// date, and writes what changed to the hub — the cluster's ClusterInventory
+// and its AddOnPlacementScores (fleetfit-resources, and with
+// Options.UsageScore resource-usage-score) — all in the cluster's namespace
+// there.
+//
+// The reporter never writes the cluster's ManagedCluster: OCM's registration
+// agent sums every node resource, extended ones included, into its status and
+// replaces status.allocatable on each of its syncs, so a second writer would
+// only fight it; and the agent's hub identity then needs no cluster-scoped
+// permission at all. Free amounts, which OCM does not know, are in the
+// ClusterInventory.
 //
 // It also follows its own ClusterInventory on the hub: the hub writes there
 // (spec.labelKeys) which node label keys HPAIntents use, and the reporter
@@ -23,6 +32,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -36,6 +46,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/handler"
@@ -67,7 +78,7 @@ type Clients struct {
 	Spoke kubernetes.Interface
 	// Hub writes ClusterInventories.
 	Hub fleetfitclient.Interface
-	// HubCluster writes AddOnPlacementScores and ManagedCluster status.
+	// HubCluster writes AddOnPlacementScores.
 	HubCluster clusterclient.Interface
 	// SpokeFleetfit reads the managed cluster's MachineGroups; it is needed
 	// only with Options.MachineGroups.
@@ -94,6 +105,16 @@ type Options struct {
 	ScoreReference ScoreReference
 	// Clock is injected for tests; the real clock by default.
 	Clock clock.WithTicker
+	// UsageScore also keeps the AddOnPlacementScore UsageScoreName, the
+	// scores of OCM's resource-usage-collect-addon (see UsageScores), so
+	// that Placements written for that add-on work unchanged. Leave it off
+	// where that add-on runs too: two writers of one object would fight.
+	UsageScore bool
+	// OnReport, when set, is given every report the reporter computes,
+	// whether or not the hub could be written; it must not keep or change it
+	// and must return quickly (fleetfit-agent's ClusterClaims take theirs
+	// from here, so claims and reports never disagree).
+	OnReport func(*v1alpha1.ClusterInventoryStatus)
 	// MachineGroups reports the managed cluster's MachineGroups with the
 	// usage of their machine types (status.machineGroups). It needs
 	// Clients.SpokeFleetfit; a cluster without the MachineGroup CRD reports none.
@@ -174,8 +195,12 @@ func New(clients Clients, opts Options) (*Controller, error) {
 	c.inv = inv
 	c.steps = []step{
 		inv,
-		newScoreWriter(clients.HubCluster, opts),
-		newManagedClusterWriter(clients.HubCluster, clients.Hub, inv, opts),
+		newScoreWriter(clients.HubCluster, opts, ScoreName, func(st *v1alpha1.ClusterInventoryStatus) []clusterv1alpha1.AddOnPlacementScoreItem {
+			return Scores(st, opts.ScoreReference)
+		}),
+	}
+	if opts.UsageScore {
+		c.steps = append(c.steps, newScoreWriter(clients.HubCluster, opts, UsageScoreName, UsageScores))
 	}
 
 	nodes := c.factory.Core().V1().Nodes().Informer()
@@ -285,7 +310,15 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	c.mu.Unlock()
 
 	if err := c.sync(ctx); err != nil {
-		klog.FromContext(ctx).Error(err, "Syncing the hub failed, will retry", "retries", c.queue.NumRequeues(key))
+		logger := klog.FromContext(ctx)
+		if onlyConflicts(err) {
+			// Someone else (the hub writing an inventory's spec, a second
+			// agent during a rollout) updated an object since it was read:
+			// nothing is wrong, and the retry reads it again.
+			logger.V(logLevelWrites).Info("Hub objects changed while syncing, will sync again", "err", err, "retries", c.queue.NumRequeues(key))
+		} else {
+			logger.Error(err, "Syncing the hub failed, will retry", "retries", c.queue.NumRequeues(key))
+		}
 		c.queue.AddRateLimited(key)
 		return true
 	}
@@ -306,6 +339,9 @@ func (c *Controller) sync(ctx context.Context) error {
 	}
 	st := &syncState{report: c.cluster.Summarize(), now: c.opts.Clock.Now()}
 	st.report.MachineGroups, st.report.OmittedMachineGroups = c.groups.report()
+	if c.opts.OnReport != nil {
+		c.opts.OnReport(&st.report)
+	}
 	var errs []error
 	for _, s := range c.steps {
 		if err := s.sync(ctx, st); err != nil {
@@ -317,6 +353,21 @@ func (c *Controller) sync(ctx context.Context) error {
 		c.enqueue()
 	}
 	return errors.Join(errs...)
+}
+
+// onlyConflicts reports whether err, and every error wrapped or joined in
+// it, comes down to update conflicts.
+func onlyConflicts(err error) bool {
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		errs := e.Unwrap()
+		return len(errs) > 0 && !slices.ContainsFunc(errs, func(e error) bool { return !onlyConflicts(e) })
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return onlyConflicts(inner)
+		}
+	}
+	return apierrors.IsConflict(err)
 }
 
 // labelKeys returns the keys the hub asks for: from the informer once it has

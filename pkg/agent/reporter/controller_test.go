@@ -19,7 +19,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 	clusterfake "open-cluster-management.io/api/client/cluster/clientset/versioned/fake"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -67,7 +66,7 @@ func TestMinIntervalCoalesces(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	hubCluster := clusterfake.NewSimpleClientset(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}})
+	hubCluster := clusterfake.NewSimpleClientset()
 
 	c, err := New(Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster},
 		Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval, Clock: clock})

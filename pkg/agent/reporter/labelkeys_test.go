@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 	clusterfake "open-cluster-management.io/api/client/cluster/clientset/versioned/fake"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
@@ -34,7 +33,7 @@ func TestReportsTheLabelKeysTheHubAsksFor(t *testing.T) {
 	spoke := k8sfake.NewClientset(n)
 	hub := fleetfitfake.NewSimpleClientset()
 	statusSubresource(hub)
-	hubCluster := clusterfake.NewSimpleClientset(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}})
+	hubCluster := clusterfake.NewSimpleClientset()
 
 	c, err := New(Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster},
 		Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: minInterval, Clock: clock})

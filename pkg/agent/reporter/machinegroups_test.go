@@ -14,7 +14,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 	clusterfake "open-cluster-management.io/api/client/cluster/clientset/versioned/fake"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
@@ -50,7 +49,7 @@ func runMachineGroupReporter(t *testing.T, clock *testingclock.FakeClock, spokeF
 		}}
 	}
 	hub := fleetfitfake.NewSimpleClientset()
-	hubCluster := clusterfake.NewSimpleClientset(&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}})
+	hubCluster := clusterfake.NewSimpleClientset()
 	c, err := New(Clients{Spoke: k8sfake.NewClientset(node("n1", "16", "")), Hub: hub, HubCluster: hubCluster, SpokeFleetfit: spokeFleetfit},
 		Options{ClusterName: cluster, Inventory: inventory.DefaultConfig(), MinInterval: time.Second, Clock: clock, MachineGroups: true})
 	if err != nil {

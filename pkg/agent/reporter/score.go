@@ -109,33 +109,35 @@ func linearScore(free, reference resource.Quantity) int32 {
 	return int32(max(-100, min(100, s)))
 }
 
-// scoreWriter keeps the AddOnPlacementScore current, renewing validUntil
+// scoreWriter keeps one AddOnPlacementScore current, renewing validUntil
 // when half the validity has passed even if the scores did not change.
 type scoreWriter struct {
 	client   clusterclient.Interface
 	cluster  string
+	object   string
 	validity time.Duration
-	ref      ScoreReference
+	// scores computes the scores of a report.
+	scores func(*v1alpha1.ClusterInventoryStatus) []clusterv1alpha1.AddOnPlacementScoreItem
 
 	last *clusterv1alpha1.AddOnPlacementScore
 }
 
-func newScoreWriter(client clusterclient.Interface, opts Options) *scoreWriter {
-	return &scoreWriter{client: client, cluster: opts.ClusterName, validity: opts.ScoreValidity, ref: opts.ScoreReference}
+func newScoreWriter(client clusterclient.Interface, opts Options, object string, scores func(*v1alpha1.ClusterInventoryStatus) []clusterv1alpha1.AddOnPlacementScoreItem) *scoreWriter {
+	return &scoreWriter{client: client, cluster: opts.ClusterName, object: object, validity: opts.ScoreValidity, scores: scores}
 }
 
-func (w *scoreWriter) name() string { return "AddOnPlacementScore" }
+func (w *scoreWriter) name() string { return "AddOnPlacementScore " + w.object }
 
 func (w *scoreWriter) sync(ctx context.Context, st *syncState) error {
-	scores := Scores(&st.report, w.ref)
+	scores := w.scores(&st.report)
 	scoresAPI := w.client.ClusterV1alpha1().AddOnPlacementScores(w.cluster)
 	if w.last == nil {
-		cur, err := scoresAPI.Get(ctx, ScoreName, metav1.GetOptions{})
+		cur, err := scoresAPI.Get(ctx, w.object, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			cur, err = scoresAPI.Create(ctx, &clusterv1alpha1.AddOnPlacementScore{ObjectMeta: metav1.ObjectMeta{Name: ScoreName, Namespace: w.cluster}}, metav1.CreateOptions{})
+			cur, err = scoresAPI.Create(ctx, &clusterv1alpha1.AddOnPlacementScore{ObjectMeta: metav1.ObjectMeta{Name: w.object, Namespace: w.cluster}}, metav1.CreateOptions{})
 		}
 		if err != nil {
-			return fmt.Errorf("reading or creating %s/%s: %w", w.cluster, ScoreName, err)
+			return fmt.Errorf("reading or creating %s/%s: %w", w.cluster, w.object, err)
 		}
 		w.last = cur
 	}
@@ -149,9 +151,9 @@ func (w *scoreWriter) sync(ctx context.Context, st *syncState) error {
 	updated, err := scoresAPI.UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
 		w.last = nil
-		return fmt.Errorf("updating status of %s/%s: %w", w.cluster, ScoreName, err)
+		return fmt.Errorf("updating status of %s/%s: %w", w.cluster, w.object, err)
 	}
 	w.last = updated
-	klog.FromContext(ctx).V(logLevelWrites).Info("Wrote AddOnPlacementScore", "scores", scores, "validUntil", next.Status.ValidUntil)
+	klog.FromContext(ctx).V(logLevelWrites).Info("Wrote AddOnPlacementScore", "name", w.object, "scores", scores, "validUntil", next.Status.ValidUntil)
 	return nil
 }

@@ -71,9 +71,10 @@ func newAgentAccessCommand(flags *clientopts.Flags) *cobra.Command {
 		Short: "On the hub, let a managed cluster's fleetfit-agent report: RBAC for system:fleetfit:agent:<cluster>",
 		Long: `Grant, on the hub of --kubeconfig/--context, what the fleetfit-agent of one managed cluster
 needs to report there: the ClusterRole fleetfit:agent, bound to the user
-system:fleetfit:agent:<cluster> in the cluster's namespace only, and the right to read its
-own ManagedCluster and patch its status (deploy/agent). An agent can never write another
-cluster's inventory or scores.
+system:fleetfit:agent:<cluster> in the cluster's namespace only (deploy/agent), and nothing
+cluster-scoped. An agent can never write another cluster's inventory or scores. The
+ClusterRole and ClusterRoleBinding fleetfit:agent:<cluster> that earlier versions granted
+(to patch the ManagedCluster's status, which is OCM's) are deleted.
 
 With --agent-kubeconfig, it also issues the agent its identity: a client certificate for
 system:fleetfit:agent:<cluster> from the hub's kubernetes.io/kube-apiserver-client signer
@@ -145,6 +146,17 @@ func (o *AgentAccessOptions) run(ctx context.Context, cfg *rest.Config, out, err
 		return err
 	}
 	if err := applyObjects(ctx, out, a, objs, o.ApplyFlags); err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	removed, err := install.RemoveRetiredAgentAccess(ctx, kube, o.ClusterName, o.DryRun)
+	for _, r := range removed {
+		fmt.Fprintln(out, r)
+	}
+	if err != nil {
 		return err
 	}
 	if o.AgentKubeconfig == "" {

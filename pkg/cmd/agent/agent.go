@@ -14,9 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
+	"github.com/fleetfit/fleetfit/pkg/agent/clusterclaims"
 	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/injector"
 	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/machine"
 	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/nodepool"
@@ -36,6 +38,15 @@ type Options struct {
 	Kubeconfig      string
 	FeaturePrefixes []string
 	MinInterval     time.Duration
+	// HubCertificateCheckInterval is how often open connections to the hub
+	// are checked for a replaced client certificate file.
+	HubCertificateCheckInterval time.Duration
+	// UsageScore writes the AddOnPlacementScore resource-usage-score as OCM's
+	// resource-usage-collect-addon does.
+	UsageScore bool
+	// ClusterClaims keeps ClusterClaims with the cluster's hardware facts.
+	ClusterClaims bool
+	Claims        clusterclaims.Options
 
 	// MachineGroups runs the machine-group controllers and the pod resource
 	// injector, and reports the groups to the hub.
@@ -51,6 +62,12 @@ func NewCommand() *cobra.Command {
 	o := &Options{
 		FeaturePrefixes: slices.Clone(inventory.DefaultFeatureLabelPrefixes),
 		MinInterval:     reporter.DefaultMinInterval,
+		UsageScore:      true,
+		// client-go's default is 5 minutes: a certificate OCM renews late in a
+		// short validity could expire on an open connection meanwhile.
+		HubCertificateCheckInterval: 30 * time.Second,
+		ClusterClaims:               true,
+		Claims:                      clusterclaims.Options{MinInterval: clusterclaims.DefaultMinInterval, MaxClaims: clusterclaims.DefaultClaims},
 
 		MachineGroups:       true,
 		MachineGroupWorkers: 2,
@@ -75,6 +92,11 @@ func NewCommand() *cobra.Command {
 	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this managed cluster (default: in-cluster)")
 	c.Flags().StringSliceVar(&o.FeaturePrefixes, "feature-prefixes", o.FeaturePrefixes, "node label prefixes reported as features (an exact key is its own prefix)")
 	c.Flags().DurationVar(&o.MinInterval, "min-interval", o.MinInterval, "least time between two reports to the hub; changes in between are coalesced")
+	c.Flags().DurationVar(&o.HubCertificateCheckInterval, "hub-certificate-check-interval", o.HubCertificateCheckInterval, "with a hub kubeconfig naming client certificate files (as OCM's add-on registration writes it), how often open connections are checked for a replaced certificate and reopened with it; new connections always use the files' current certificate")
+	c.Flags().BoolVar(&o.UsageScore, "resource-usage-score", o.UsageScore, "also write the AddOnPlacementScore "+reporter.UsageScoreName+" with the scores of OCM's resource-usage-collect-addon; turn it off where that add-on runs too")
+	c.Flags().BoolVar(&o.ClusterClaims, "cluster-claims", o.ClusterClaims, "keep ClusterClaims on the managed cluster with its hardware facts (node count, GPU models, allocatable totals and largest node, notable node features), for OCM's registration agent to expose on the hub")
+	c.Flags().DurationVar(&o.Claims.MinInterval, "cluster-claims-interval", o.Claims.MinInterval, "least time between two updates of the ClusterClaims")
+	c.Flags().IntVar(&o.Claims.MaxClaims, "max-cluster-claims", o.Claims.MaxClaims, fmt.Sprintf("most ClusterClaims the agent keeps, within [%d, %d] (OCM exposes 20 custom claims by default)", clusterclaims.MinClaims, clusterclaims.MaxClaims))
 	c.Flags().BoolVar(&o.MachineGroups, "machine-groups", o.MachineGroups, "run the machine-group controllers (node pools, reservations) and the pod resource injector, and report MachineGroups to the hub")
 	c.Flags().IntVar(&o.MachineGroupWorkers, "machine-group-workers", o.MachineGroupWorkers, "workers of each machine-group controller")
 	c.Flags().StringVar(&o.Machine.ReservationImage, "reservation-image", o.Machine.ReservationImage, "image of the reservation pods' one container, which idles until stopped")
@@ -95,6 +117,9 @@ func (o *Options) Validate() error {
 	if o.HubKubeconfig == "" {
 		errs = append(errs, errors.New("--hub-kubeconfig is required"))
 	}
+	if o.HubCertificateCheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--hub-certificate-check-interval must be positive, got %v", o.HubCertificateCheckInterval))
+	}
 	if o.MinInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--min-interval must be positive, got %v", o.MinInterval))
 	} else if limit := v1alpha1.DefaultInventoryStaleAfter / 2; o.MinInterval > limit {
@@ -107,6 +132,14 @@ func (o *Options) Validate() error {
 	for i, p := range o.FeaturePrefixes {
 		if p == "" {
 			errs = append(errs, fmt.Errorf("--feature-prefixes[%d] is empty, which would report every label", i))
+		}
+	}
+	if o.ClusterClaims {
+		if o.Claims.MinInterval <= 0 {
+			errs = append(errs, fmt.Errorf("--cluster-claims-interval must be positive, got %v", o.Claims.MinInterval))
+		}
+		if o.Claims.MaxClaims < clusterclaims.MinClaims || o.Claims.MaxClaims > clusterclaims.MaxClaims {
+			errs = append(errs, fmt.Errorf("--max-cluster-claims must be within [%d, %d], got %d", clusterclaims.MinClaims, clusterclaims.MaxClaims, o.Claims.MaxClaims))
 		}
 	}
 	if o.MachineGroups {
@@ -133,6 +166,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// client-go reads client certificate files named in a kubeconfig again
+	// for every new connection (at most once a second), and closes its open
+	// connections when a periodic check finds the certificate changed, so
+	// the credentials OCM's add-on registration rotates in the mounted
+	// Secret are taken up without a restart. The check's period is a
+	// process-wide setting of client-go, read when a client is built.
+	transport.CertCallbackRefreshDuration = o.HubCertificateCheckInterval
 	hubCfg, err := cmd.RESTConfig(o.HubKubeconfig, "fleetfit-agent")
 	if err != nil {
 		return err
@@ -167,16 +207,42 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		clients.SpokeFleetfit = spokeFleetfit
 	}
-	r, err := reporter.New(clients, reporter.Options{
-		ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval, MachineGroups: o.MachineGroups,
-	})
+	ropts := reporter.Options{
+		ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval, MachineGroups: o.MachineGroups, UsageScore: o.UsageScore,
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	if o.ClusterClaims {
+		served, err := clusterclaims.Served(spoke.Discovery())
+		if err != nil {
+			return fmt.Errorf("on the managed cluster: %w", err)
+		}
+		if !served {
+			logger.Info("The managed cluster does not serve ClusterClaims: cluster claims are off until OCM's ClusterClaim CRD is installed (fleetfit install crds --side spoke) and the agent restarts")
+			o.ClusterClaims = false
+		}
+	}
+	if o.ClusterClaims {
+		spokeClusters, err := clusterclient.NewForConfig(spokeCfg)
+		if err != nil {
+			return err
+		}
+		claims, err := clusterclaims.New(spokeClusters, o.Claims)
+		if err != nil {
+			return err
+		}
+		ropts.OnReport = claims.Observe
+		g.Go(func() error { return named("cluster claims", claims.Run(ctx)) })
+	}
+	r, err := reporter.New(clients, ropts)
 	if err != nil {
 		return err
 	}
 	if !o.MachineGroups {
-		return r.Run(ctx)
+		g.Go(func() error { return r.Run(ctx) })
+	} else {
+		g.Go(func() error { return o.runWithMachineGroups(ctx, r, spoke, spokeFleetfit) })
 	}
-	return o.runWithMachineGroups(ctx, r, spoke, spokeFleetfit)
+	return g.Wait()
 }
 
 // runWithMachineGroups runs the reporter beside the machine-group controllers

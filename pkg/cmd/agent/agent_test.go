@@ -18,7 +18,7 @@ func TestValidateMinInterval(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			o := &Options{ClusterName: "c1", HubKubeconfig: "hub.kubeconfig", MinInterval: tc.interval}
+			o := &Options{ClusterName: "c1", HubKubeconfig: "hub.kubeconfig", MinInterval: tc.interval, HubCertificateCheckInterval: time.Minute}
 			err := o.Validate()
 			switch {
 			case tc.wantErr == "" && err != nil:

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -60,14 +61,14 @@ func TestAgentReportsToHub(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Others' keys on the ManagedCluster: OCM's registration agent owns cpu
-	// and pods here, and some other tool example.com/widgets.
+	// What OCM's registration agent wrote on the ManagedCluster: the agent
+	// must leave all of it as it is.
 	mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign := clusterv1.ResourceList{"cpu": resource.MustParse("999"), "pods": resource.MustParse("7"), "example.com/widgets": resource.MustParse("3")}
-	mc.Status.Capacity, mc.Status.Allocatable = foreign.DeepCopy(), foreign.DeepCopy()
+	registration := clusterv1.ResourceList{"cpu": resource.MustParse("999"), "pods": resource.MustParse("7"), "example.com/widgets": resource.MustParse("3")}
+	mc.Status.Capacity, mc.Status.Allocatable = registration.DeepCopy(), registration.DeepCopy()
 	if _, err := hubClusters.ClusterV1().ManagedClusters().UpdateStatus(ctx, mc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestAgentReportsToHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := []*corev1.Pod{
-		ut.MakePod(testNS, "train", "a100-0", corev1.ResourceList{"cpu": resource.MustParse("10"), "memory": resource.MustParse("20Gi"), gpu: resource.MustParse("3")}),
+		ut.MakePod(testNS, "train", "a100-0", corev1.ResourceList{"cpu": resource.MustParse("10"), "memory": resource.MustParse("20G"), gpu: resource.MustParse("3")}),
 		ut.MakePod(testNS, "web", "cpu-0", corev1.ResourceList{"cpu": resource.MustParse("6")}),
 	}
 	for _, p := range pods {
@@ -99,7 +100,7 @@ func TestAgentReportsToHub(t *testing.T) {
 		}
 	}
 
-	startAgent(t, 0)
+	startAgent(t, 0, framework.WithUsageScore())
 
 	// Hand-computed: cpu 96 allocatable, 16 requested; GPUs 10 and 3.
 	inv := waitForReport(t, spoke, hubFleetfit, cluster)
@@ -110,7 +111,8 @@ func TestAgentReportsToHub(t *testing.T) {
 		free      string
 	}{
 		{"cpu", "96", "16", "80"},
-		{"memory", "384Gi", "20Gi", "364Gi"},
+		// 384Gi − 20G is 365.37Gi, reported rounded down to a whole Gi.
+		{"memory", "384Gi", "20G", "365Gi"},
 		{gpu, "10", "3", "7"},
 	} {
 		got := totals(inv, want.name)
@@ -127,8 +129,8 @@ func TestAgentReportsToHub(t *testing.T) {
 	quantities := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 	t.Run("placement score", func(t *testing.T) {
-		// cpuFree = −100 + 200×80/96 = 66.7; memoryFree = −100 + 200×364/384
-		// = 89.6; gpuFree = −100 + 200×7/10; the best nodes are untouched.
+		// cpuFree = −100 + 200×80/96 = 66.7; memoryFree = −100 + 200×365/384
+		// = 90.1; gpuFree = −100 + 200×7/10; the best nodes are untouched.
 		want := []clusterv1alpha1.AddOnPlacementScoreItem{
 			{Name: "cpuFree", Value: 67}, {Name: "cpuFreeBestNode", Value: 100},
 			{Name: "memoryFree", Value: 90}, {Name: "memoryFreeBestNode", Value: 100},
@@ -152,24 +154,85 @@ func TestAgentReportsToHub(t *testing.T) {
 		})
 	})
 
-	t.Run("managed cluster resources", func(t *testing.T) {
-		// The agent adds nvidia.com/gpu, keeps every key others wrote, and
-		// writes no cpu or memory, which OCM's registration agent owns.
-		want := clusterv1.ResourceList{"cpu": resource.MustParse("999"), "pods": resource.MustParse("7"),
-			"example.com/widgets": resource.MustParse("3"), clusterv1.ResourceName(gpu): resource.MustParse("10")}
+	t.Run("printer columns", func(t *testing.T) {
+		// What kubectl get clusterinventories shows: free memory in binary units.
+		raw, err := hubFleetfit.FleetfitV1alpha1().RESTClient().Get().Namespace(cluster).Resource("clusterinventories").Name(cluster).
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table metav1.Table
+		if err := json.Unmarshal(raw, &table); err != nil {
+			t.Fatal(err)
+		}
+		if len(table.Rows) != 1 {
+			t.Fatalf("%d rows, want 1", len(table.Rows))
+		}
+		got := map[string]any{}
+		for i, c := range table.ColumnDefinitions {
+			got[c.Name] = table.Rows[0].Cells[i]
+		}
+		for col, want := range map[string]any{"Free CPU": "80", "Free Memory": "365Gi", "GPUs": "7"} {
+			if got[col] != want {
+				t.Errorf("column %q: %v, want %v (all: %v)", col, got[col], want, got)
+			}
+		}
+	})
+
+	t.Run("resource usage score", func(t *testing.T) {
+		// As OCM's resource-usage-collect-addon scores it: the best node
+		// a100-1 has 32 cpu free (−100 + 200×32/100 = −36) and 4 GPUs (of
+		// 20: −60); the cluster 80 cpu (60) and 7 GPUs (−30); memory of
+		// more than 1Mi scores 100; there are no TPUs.
+		want := []clusterv1alpha1.AddOnPlacementScoreItem{
+			{Name: "cpuNodeAvailable", Value: -36}, {Name: "cpuClusterAvailable", Value: 60},
+			{Name: "memNodeAvailable", Value: 100}, {Name: "memClusterAvailable", Value: 100},
+			{Name: "gpuNodeAvailable", Value: -60}, {Name: "gpuClusterAvailable", Value: -30},
+			{Name: "tpuNodeAvailable", Value: -100}, {Name: "tpuClusterAvailable", Value: -100},
+		}
+		if diff := cmp.Diff(want, reporter.UsageScores(&inv.Status)); diff != "" {
+			t.Fatalf("UsageScores of the hub's report (-want,+got):\n%s", diff)
+		}
 		framework.Eventually(t, func(ctx context.Context) error {
-			mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
+			s, err := hubClusters.ClusterV1alpha1().AddOnPlacementScores(cluster).Get(ctx, reporter.UsageScoreName, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			if diff := cmp.Diff(want, mc.Status.Allocatable, quantities); diff != "" {
-				return fmt.Errorf("allocatable (-want,+got):\n%s", diff)
+			if s.Status.ValidUntil == nil || !s.Status.ValidUntil.After(s.CreationTimestamp.Time) {
+				return fmt.Errorf("validUntil %v is not in the future", s.Status.ValidUntil)
 			}
-			if diff := cmp.Diff(want, mc.Status.Capacity, quantities); diff != "" {
-				return fmt.Errorf("capacity (-want,+got):\n%s", diff)
+			if diff := cmp.Diff(want, s.Status.Scores); diff != "" {
+				return fmt.Errorf("scores (-want,+got):\n%s", diff)
 			}
 			return nil
 		})
+	})
+
+	t.Run("managed cluster left to OCM", func(t *testing.T) {
+		// The reports above have been written; the ManagedCluster is as OCM's
+		// registration agent left it, and the agent may not even read it.
+		mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(registration, mc.Status.Allocatable, quantities); diff != "" {
+			t.Errorf("allocatable (-want,+got):\n%s", diff)
+		}
+		if diff := cmp.Diff(registration, mc.Status.Capacity, quantities); diff != "" {
+			t.Errorf("capacity (-want,+got):\n%s", diff)
+		}
+		cfg, err := fleet.Hub.UserConfig(deployagent.AgentUser(cluster))
+		if err != nil {
+			t.Fatal(err)
+		}
+		asAgent := clusterclient.NewForConfigOrDie(cfg).ClusterV1().ManagedClusters()
+		if _, err := asAgent.Get(ctx, cluster, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("reading its own ManagedCluster as the agent: got %v, want Forbidden", err)
+		}
+		patch := []byte(`{"status":{"allocatable":{"nvidia.com/gpu":"10"}}}`)
+		if _, err := asAgent.Patch(ctx, cluster, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); !apierrors.IsForbidden(err) {
+			t.Errorf("patching its own ManagedCluster's status as the agent: got %v, want Forbidden", err)
+		}
 	})
 
 	t.Run("pod deleted", func(t *testing.T) {
@@ -221,17 +284,6 @@ func TestAgentReportsToHub(t *testing.T) {
 		if inv.Status.NodeCount != 2 {
 			t.Errorf("nodeCount %d, want 2", inv.Status.NodeCount)
 		}
-		// The key the agent added goes away with the GPUs; the others stay.
-		framework.Eventually(t, func(ctx context.Context) error {
-			mc, err := hubClusters.ClusterV1().ManagedClusters().Get(ctx, cluster, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if diff := cmp.Diff(foreign, mc.Status.Allocatable, quantities); diff != "" {
-				return fmt.Errorf("allocatable (-want,+got):\n%s", diff)
-			}
-			return nil
-		})
 	})
 
 	t.Run("other cluster's agent is forbidden", func(t *testing.T) {
@@ -261,18 +313,18 @@ func TestAgentReportsToHub(t *testing.T) {
 // startAgent runs the reporter of the i-th spoke in-process with the
 // identities deploy/agent grants — the spoke's ServiceAccount and the hub
 // user system:fleetfit:agent:<cluster> — until the test ends.
-func startAgent(t *testing.T, i int) {
+func startAgent(t *testing.T, i int, opts ...framework.AgentOption) {
 	t.Helper()
-	startAgentAs(t, fleet.Spokes[i], framework.SpokeName(i))
+	startAgentAs(t, fleet.Spokes[i], framework.SpokeName(i), opts...)
 }
 
 // startAgentAs runs, until the test ends, the reporter of spoke under the
 // managed-cluster name cluster, and returns its log.
-func startAgentAs(t *testing.T, spoke *framework.ControlPlane, cluster string) ktesting.Buffer {
+func startAgentAs(t *testing.T, spoke *framework.ControlPlane, cluster string, opts ...framework.AgentOption) ktesting.Buffer {
 	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
-	done, err := framework.StartAgent(ctx, fleet.Hub, spoke, cluster, minInterval)
+	done, err := framework.StartAgent(ctx, fleet.Hub, spoke, cluster, minInterval, opts...)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

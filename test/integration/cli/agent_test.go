@@ -50,8 +50,6 @@ func agentAccessRefs(cluster string) []string {
 	return []string{
 		"clusterrole.rbac.authorization.k8s.io/fleetfit:agent",
 		"rolebinding.rbac.authorization.k8s.io/fleetfit:agent",
-		"clusterrole.rbac.authorization.k8s.io/fleetfit:agent:" + cluster,
-		"clusterrolebinding.rbac.authorization.k8s.io/fleetfit:agent:" + cluster,
 	}
 }
 
