@@ -137,6 +137,7 @@ func TestAddOnTemplate(t *testing.T) {
 	})
 
 	var creds *rest.Config
+	credsDir := t.TempDir() // outlives the subtest that writes it
 	t.Run("hub kubeconfig secret on the spoke", func(t *testing.T) {
 		var secret *corev1.Secret
 		framework.Eventually(t, func(ctx context.Context) error {
@@ -152,7 +153,7 @@ func TestAddOnTemplate(t *testing.T) {
 		})
 		t.Logf("add-on hub kubeconfig Secret %s/%s keys %v", secret.Namespace, secret.Name, keys(secret.Data))
 		var err error
-		if creds, err = configFromSecret(t, secret); err != nil {
+		if creds, err = configFromSecret(credsDir, secret); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -262,10 +263,9 @@ func deploymentIn(work workv1.ManifestWork) (*appsv1.Deployment, error) {
 }
 
 // configFromSecret writes the files of an add-on's hub kubeconfig Secret
-// into a directory, as the Secret is mounted in the add-on's pod, and loads
-// the kubeconfig from there.
-func configFromSecret(t *testing.T, secret *corev1.Secret) (*rest.Config, error) {
-	dir := t.TempDir()
+// into dir, as the Secret is mounted in the add-on's pod, and loads the
+// kubeconfig from there.
+func configFromSecret(dir string, secret *corev1.Secret) (*rest.Config, error) {
 	for k, v := range secret.Data {
 		if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
 			return nil, err

@@ -93,7 +93,7 @@ func TestJoin(t *testing.T) {
 // TestAcceptedCSR checks that each cluster's first CSR, made with the
 // bootstrap identity, was approved by Accept and signed by the hub's CSR
 // signer, and that the certificate the agent keeps names the cluster's agent
-// in the cluster's groups.
+// in the cluster's groups and is valid for as long as the signer allows.
 func TestAcceptedCSR(t *testing.T) {
 	j := joined(t)
 	ctx := t.Context()
@@ -140,6 +140,10 @@ func TestAcceptedCSR(t *testing.T) {
 		}
 		if !slices.Contains(cert.Subject.Organization, "system:open-cluster-management:"+name) {
 			t.Errorf("%s: agent certificate groups %v lack the cluster's", name, cert.Subject.Organization)
+		}
+		// The hub's signer caps validity at HubOptions.SigningDuration, 24h by default.
+		if left := time.Until(cert.NotAfter); left < 23*time.Hour || left > 24*time.Hour {
+			t.Errorf("%s: agent certificate valid for another %v, want at most the signer's 24h", name, left)
 		}
 	}
 }
