@@ -23,14 +23,15 @@ KUBE_VERSION := v1.35.4
 KWOK_VERSION := v0.8.0
 KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=35 -X $(p).gitTreeState=clean)
-# Open Cluster Management's placement controller and work agent, built from
+# Open Cluster Management's placement controller, work agent, registration
+# (hub controller and spoke agent, one binary) and add-on manager, built from
 # their own module (test/tools/ocm: OCM pins Kubernetes v0.34 libraries).
 OCM_VERSION := v1.2.0
 OCM_COMMIT  := 7323d2047ab4ee8c9e478ded4f9c035f37cea702
 OCM_LDFLAGS := -s -w $(foreach v,versionFromGit=$(OCM_VERSION) commitFromGit=$(OCM_COMMIT) majorFromGit=1 minorFromGit=2,\
 	-X open-cluster-management.io/ocm/pkg/version.$(v))
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok \
-	$(BIN)/placement $(BIN)/work
+	$(BIN)/placement $(BIN)/work $(BIN)/registration $(BIN)/addon
 
 # OCM CRDs fleetfit works with, as <api dir path>:<hub|spoke>.
 OCM_CRDS := \
@@ -64,7 +65,7 @@ build: ## Build fleetfit-hub, fleetfit-agent and the fleetfit CLI into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: tools
-tools: $(TOOLS) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and OCM's placement and work into bin/ (once).
+tools: $(TOOLS) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and OCM's placement, work, registration and addon into bin/ (once).
 
 $(BIN)/etcd: test/tools/go.mod test/tools/go.sum
 	cd test/tools && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
@@ -72,7 +73,7 @@ $(BIN)/etcd: test/tools/go.mod test/tools/go.sum
 $(BIN)/kube-%: test/tools/go.mod test/tools/go.sum
 	cd test/tools && CGO_ENABLED=0 go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-$*
 
-$(BIN)/placement $(BIN)/work: $(BIN)/%: test/tools/ocm/go.mod test/tools/ocm/go.sum
+$(BIN)/placement $(BIN)/work $(BIN)/registration $(BIN)/addon: $(BIN)/%: test/tools/ocm/go.mod test/tools/ocm/go.sum
 	cd test/tools/ocm && CGO_ENABLED=0 go build -trimpath -ldflags "$(OCM_LDFLAGS)" -o $@ open-cluster-management.io/ocm/cmd/$*
 
 $(BIN)/kwok:

@@ -21,7 +21,7 @@ type OCMProcess = Component
 // extraArgs are appended (for example --kube-api-qps). The caller stops it with Stop, or
 // leaves that to hub.Stop.
 func StartOCMPlacement(ctx context.Context, hub *ControlPlane, extraArgs ...string) (*OCMProcess, error) {
-	return startOCM(ctx, "placement", hub, []*ControlPlane{hub}, func(dir string) ([]string, error) {
+	return startOCM(ctx, "placement", "OCM placement", hub, []*ControlPlane{hub}, func(dir string) ([]string, error) {
 		kubeconfig, err := writeKubeconfig(hub, dir, "hub.kubeconfig")
 		if err != nil {
 			return nil, err
@@ -47,8 +47,25 @@ func StartOCMPlacement(ctx context.Context, hub *ControlPlane, extraArgs ...stri
 // the AppliedManifestWork CRD, which StartFleet installs. The caller stops
 // the agent with Stop, or leaves that to hub.Stop or spoke.Stop.
 func StartOCMWorkAgent(ctx context.Context, hub, spoke *ControlPlane, clusterName string) (*OCMProcess, error) {
-	return startOCM(ctx, "work", spoke, []*ControlPlane{hub, spoke}, func(dir string) ([]string, error) {
-		hubKubeconfig, err := writeKubeconfig(hub, dir, "hub.kubeconfig")
+	return startOCMWorkAgent(ctx, hub, spoke, clusterName, func(dir string) (string, error) {
+		return writeKubeconfig(hub, dir, "hub.kubeconfig")
+	})
+}
+
+// StartOCMWorkAgentAs is StartOCMWorkAgent with the hub identity of the
+// kubeconfig file hubKubeconfig instead of the hub's admin: as a klusterlet
+// runs it, with the kubeconfig its registration agent keeps (see
+// RegistrationAgent.HubKubeconfig), whose client certificate the work agent
+// reloads when the registration agent rotates it. OCM's registration
+// controller grants that identity the ManifestWorks of its cluster's
+// namespace.
+func StartOCMWorkAgentAs(ctx context.Context, hub, spoke *ControlPlane, clusterName, hubKubeconfig string) (*OCMProcess, error) {
+	return startOCMWorkAgent(ctx, hub, spoke, clusterName, func(string) (string, error) { return hubKubeconfig, nil })
+}
+
+func startOCMWorkAgent(ctx context.Context, hub, spoke *ControlPlane, clusterName string, hubKubeconfig func(dir string) (string, error)) (*OCMProcess, error) {
+	return startOCM(ctx, "work", "OCM work", spoke, []*ControlPlane{hub, spoke}, func(dir string) ([]string, error) {
+		hubKubeconfig, err := hubKubeconfig(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -65,16 +82,16 @@ func StartOCMWorkAgent(ctx context.Context, hub, spoke *ControlPlane, clusterNam
 	})
 }
 
-// startOCM starts binary in a new directory under home.Dir(), attached to
+// startOCM starts binary, named name, in a new directory under home.Dir(), attached to
 // planes, with the arguments args returns plus those every OCM component
 // takes here: events go to the default namespace (which exists), there is
 // no leader election, and the component's HTTPS health and metrics server
 // listens on a free loopback port instead of 0.0.0.0:8443. It waits until
 // the process serves its health endpoint.
-func startOCM(ctx context.Context, binary string, home *ControlPlane, planes []*ControlPlane, args func(dir string) ([]string, error)) (*OCMProcess, error) {
+func startOCM(ctx context.Context, binary, name string, home *ControlPlane, planes []*ControlPlane, args func(dir string) ([]string, error)) (*OCMProcess, error) {
 	return startComponent(ctx, componentSpec{
 		binary: binary,
-		name:   "OCM " + binary,
+		name:   name,
 		home:   home,
 		planes: planes,
 		args: func(dir, addr string) ([]string, error) {

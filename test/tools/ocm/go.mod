@@ -1,5 +1,6 @@
-// Module ocm builds Open Cluster Management's placement controller and work
-// agent (open-cluster-management.io/ocm) for fleetfit's integration tests.
+// Module ocm builds Open Cluster Management's placement controller, work
+// agent, registration (hub controller and spoke agent) and add-on manager
+// (open-cluster-management.io/ocm) for fleetfit's integration tests.
 //
 // It is kept apart from test/tools on purpose. OCM v1.2.0 is released
 // against Kubernetes v0.34.3 libraries and controller-runtime v0.22, and
