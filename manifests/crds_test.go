@@ -15,7 +15,7 @@ func TestAPIServerAcceptsCRDs(t *testing.T) {
 	for _, side := range []struct {
 		name string
 		load func() ([]*apiextensionsv1.CustomResourceDefinition, error)
-	}{{"hub", HubCRDs}, {"spoke", SpokeCRDs}} {
+	}{{"hub", HubCRDs}, {"spoke", SpokeCRDs}, {"sig-multicluster", SIGMulticlusterCRDs}} {
 		crds, err := side.load()
 		if err != nil {
 			t.Fatalf("Loading the %s CRDs: %v", side.name, err)
