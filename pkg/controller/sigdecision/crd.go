@@ -38,8 +38,8 @@ func NewWatcher(apiext apiextensionsclient.Interface, sig sigclient.Interface, o
 
 // Run follows the CRD until ctx ends, and stops the mirror before it returns.
 func (w *Watcher) Run(ctx context.Context) {
+	// Named here only: the mirror's own loop names its logger the same.
 	logger := klog.FromContext(ctx).WithName("sigdecisions")
-	ctx = klog.NewContext(ctx, logger)
 	factory := apiextensionsinformers.NewSharedInformerFactoryWithOptions(w.apiext, 0,
 		apiextensionsinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", CRDName).String()
