@@ -248,6 +248,33 @@ func TestMirror(t *testing.T) {
 		e.waitMirror(e.wantMirror(d, "web", "mirror-b"))
 	})
 
+	t.Run("the CRD removed and installed again", func(t *testing.T) {
+		p := utiltesting.MakePlacement("api", e.ns).Obj()
+		if _, err := e.clusters.ClusterV1beta1().Placements(e.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		api := e.waitDecision("api", "mirror-a", "mirror-b")
+		e.waitMirror(e.wantMirror(api, "api", "mirror-a", "mirror-b"))
+		crds := apiext.ApiextensionsV1().CustomResourceDefinitions()
+		if err := crds.Delete(ctx, "placementdecisions.multicluster.x-k8s.io", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, func(ctx context.Context) error {
+			_, err := crds.Get(ctx, "placementdecisions.multicluster.x-k8s.io", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("the CRD is still there (%v)", err)
+		})
+		// Its objects went with it; once it is back, the hub writes them again.
+		installSIGCRDs(t)
+		e.waitMirror(e.wantMirror(api, "api", "mirror-a", "mirror-b"))
+		e.waitMirror(e.wantMirror(d, "web", "mirror-b"))
+		if err := e.clusters.ClusterV1beta1().Placements(e.ns).Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("deleted with the Placement", func(t *testing.T) {
 		if err := e.clusters.ClusterV1beta1().Placements(e.ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
