@@ -50,6 +50,11 @@ OCM_CRDS := \
 	cluster/v1alpha1/0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml:spoke \
 	work/v1/0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml:spoke
 
+# SIG-Multicluster CRDs (sigs.k8s.io/cluster-inventory-api), copied to manifests/crds/optional:
+# not installed by default; fleetfit-hub mirrors its decisions into PlacementDecisions when
+# the hub serves them.
+SIG_CRDS := clusterprofiles placementdecisions
+
 ##@ General
 
 .PHONY: help
@@ -82,7 +87,7 @@ $(BIN)/kwok:
 ##@ Development
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs, clients, the add-on template and the copied OCM CRDs.
+generate: ## Regenerate deepcopy, CRDs, clients, the add-on template and the copied OCM and SIG-Multicluster CRDs.
 	go tool controller-gen object paths=./pkg/apis/...
 	go tool controller-gen crd:allowDangerousTypes=false paths=./pkg/apis/... output:crd:dir=./manifests/crds/hub
 	mv manifests/crds/hub/fleetfit.io_machinegroups.yaml manifests/crds/hub/fleetfit.io_machinenodepools.yaml manifests/crds/spoke/
@@ -105,6 +110,12 @@ generate: ## Regenerate deepcopy, CRDs, clients, the add-on template and the cop
 	for entry in $(OCM_CRDS); do \
 		src=$${entry%%:*}; side=$${entry##*:}; \
 		install -m 0644 "$$ocm_dir/$$src" "manifests/crds/$$side/ocm_$$(basename $$src | sed -e 's/^0000_0[0-9]_//' -e 's/\.crd\.yaml$$/.yaml/')"; \
+	done
+	rm -f manifests/crds/optional/*.yaml
+	go mod download sigs.k8s.io/cluster-inventory-api
+	sig_dir=$$(go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-inventory-api); \
+	for crd in $(SIG_CRDS); do \
+		install -D -m 0644 "$$sig_dir/config/crd/bases/multicluster.x-k8s.io_$$crd.yaml" "manifests/crds/optional/multicluster.x-k8s.io_$$crd.yaml"; \
 	done
 	go run ./deploy/addon/internal/gentemplate -o deploy/addon/addontemplate.yaml
 

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -15,7 +16,7 @@ func TestAPIServerAcceptsCRDs(t *testing.T) {
 	for _, side := range []struct {
 		name string
 		load func() ([]*apiextensionsv1.CustomResourceDefinition, error)
-	}{{"hub", HubCRDs}, {"spoke", SpokeCRDs}} {
+	}{{"hub", HubCRDs}, {"spoke", SpokeCRDs}, {"sig-multicluster", SIGMulticlusterCRDs}} {
 		crds, err := side.load()
 		if err != nil {
 			t.Fatalf("Loading the %s CRDs: %v", side.name, err)
@@ -42,5 +43,30 @@ func TestAPIServerAcceptsCRDs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSIGMulticlusterCRDsAreOptional: the SIG-Multicluster APIs are apart from the hub's CRDs,
+// which every install applies, and hold exactly ClusterProfile and PlacementDecision.
+func TestSIGMulticlusterCRDsAreOptional(t *testing.T) {
+	hub, err := HubCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range hub {
+		if crd.Spec.Group == "multicluster.x-k8s.io" {
+			t.Errorf("the hub's CRDs include %s, which only install crds --side sig-multicluster applies", crd.Name)
+		}
+	}
+	sig, err := SIGMulticlusterCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, crd := range sig {
+		names = append(names, crd.Name)
+	}
+	if want := []string{"clusterprofiles.multicluster.x-k8s.io", "placementdecisions.multicluster.x-k8s.io"}; !slices.Equal(names, want) {
+		t.Errorf("SIG-Multicluster CRDs %v, want %v", names, want)
 	}
 }

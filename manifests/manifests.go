@@ -1,6 +1,7 @@
 // Package manifests embeds the CustomResourceDefinitions fleetfit installs:
 // its own (generated from pkg/apis) and the Open Cluster Management ones it
-// works with (copied from open-cluster-management.io/api by `make generate`).
+// works with (copied from open-cluster-management.io/api by `make generate`), and, apart, the
+// optional SIG-Multicluster ones (copied from sigs.k8s.io/cluster-inventory-api).
 // The CLI's install commands and the test framework both read them from here,
 // so what is tested is what is installed.
 package manifests
@@ -16,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crds/hub/*.yaml crds/spoke/*.yaml
+//go:embed crds/hub/*.yaml crds/spoke/*.yaml crds/optional/*.yaml
 var crds embed.FS
 
 // HubCRDs returns the CRDs a hub cluster needs, sorted by file name.
@@ -27,6 +28,13 @@ func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // SpokeCRDs returns the CRDs a managed cluster needs, sorted by file name.
 func SpokeCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return load("crds/spoke")
+}
+
+// SIGMulticlusterCRDs returns the SIG-Multicluster ClusterProfile and PlacementDecision CRDs
+// (multicluster.x-k8s.io). No install applies them unless asked: where they are installed,
+// OCM's registration writes ClusterProfiles and fleetfit-hub mirrors its PlacementDecisions.
+func SIGMulticlusterCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return load("crds/optional")
 }
 
 func load(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {

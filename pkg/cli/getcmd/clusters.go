@@ -59,8 +59,10 @@ func newClustersCommand(flags *clientopts.Flags) *cobra.Command {
 		Aliases: []string{"cluster", "managedclusters"},
 		Short:   "List the managed clusters with what their nodes really have free",
 		Long: `List the managed clusters with what their fleetfit agents report: nodes (ready/total), free and
-allocatable cpu and memory, GPUs free/allocatable by model, notable node features, and the
-age of the inventory. Free amounts count only schedulable nodes. An inventory older than the
+allocatable cpu and memory, GPUs free/allocatable by model, notable node features, the
+age of the inventory, and how the agent runs: as OCM's fleetfit-agent add-on, with the health
+OCM gives it (add-on available, unhealthy or unreachable), "installed" without the add-on, or
+"none". Free amounts count only schedulable nodes. An inventory older than the
 hub's default --inventory-stale-after (10m) is marked stale: the cluster keeps the decisions
 it has, and gets no new ones until its agent reports again.`,
 		Example: `  fleetfit get clusters --kubeconfig hub.kubeconfig
@@ -110,7 +112,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	wide := o.Output.Format == output.Wide
 	t := output.NewTable(w)
-	header := []string{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "FEATURES", "INVENTORY"}
+	header := []string{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "FEATURES", "INVENTORY", "AGENT"}
 	if wide {
 		header = append(header, "OTHER RESOURCES FREE/ALLOC", "LABELS")
 	}
@@ -119,7 +121,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 		row := []string{c.Name, available(c)}
 		inv := inventories[c.Name]
 		if inv == nil {
-			row = append(row, "-", "-", "-", "-", "-", "-", o.noInventory())
+			row = append(row, "-", "-", "-", "-", "-", "-", o.noInventory(c))
 		} else {
 			st := &inv.Status
 			row = append(row,
@@ -132,6 +134,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 				inventoryAge(st.ObservedAt.Time, now),
 			)
 		}
+		row = append(row, o.agent(c, inv))
 		if wide {
 			other := "-"
 			if inv != nil {
@@ -144,13 +147,34 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 	return t.Flush()
 }
 
-// noInventory says why a cluster has no inventory: on a hub its agent does not report; in
-// fleet files, the files describe none of its nodes.
-func (o *ClustersOptions) noInventory() string {
+// noInventory says why a cluster has no inventory: on a hub, its agent (the add-on) has not
+// reported yet, or it has no agent; in fleet files, the files describe none of its nodes.
+func (o *ClustersOptions) noInventory(c *clusterv1.ManagedCluster) string {
 	if len(o.Files) > 0 {
 		return "none: the files give no Nodes or ClusterInventory for it"
 	}
-	return "none: is the fleetfit agent running?"
+	if _, enabled := framework.AgentAddOn(c); enabled {
+		return "none yet"
+	}
+	return "none: no fleetfit agent"
+}
+
+// agent says how the cluster's fleetfit agent runs: as OCM's fleetfit-agent add-on, with the
+// health OCM labels the cluster with; "installed" when it reports without the add-on
+// (fleetfit install agent); "none" when nothing says there is one. Fleet files build
+// inventories from Nodes, which says nothing of an agent: "-" there, unless the add-on label
+// is in the files.
+func (o *ClustersOptions) agent(c *clusterv1.ManagedCluster, inv *fleetfitv1alpha1.ClusterInventory) string {
+	if health, enabled := framework.AgentAddOn(c); enabled {
+		return "add-on " + output.Or(health, "unknown")
+	}
+	if len(o.Files) > 0 {
+		return "-"
+	}
+	if inv != nil {
+		return "installed"
+	}
+	return "none"
 }
 
 // inventoryAge is how old the inventory is, marked stale past the hub's default

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
 // TestGetClustersShowsStale: a cluster whose inventory is an hour old is marked stale, one
@@ -76,7 +79,48 @@ spec: {hubAcceptsClient: true}
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 || !strings.HasSuffix(lines[1], "none: the files give no Nodes or ClusterInventory for it") {
+	if len(lines) != 2 || !strings.Contains(lines[1], "none: the files give no Nodes or ClusterInventory for it") {
 		t.Errorf("get clusters printed:\n%s\nwant the row of bare to say the files give no nodes for it", out.String())
+	}
+}
+
+// TestAgentColumn: the add-on label names the agent's health; without it, a cluster that
+// reports has an agent installed without the add-on, and one that does not has none.
+func TestAgentColumn(t *testing.T) {
+	report := &fleetfitv1alpha1.ClusterInventory{}
+	for _, tc := range []struct {
+		name        string
+		addOn       string // the label's value; "-" for no label
+		inv         *fleetfitv1alpha1.ClusterInventory
+		files       bool
+		want, empty string
+	}{
+		{name: "add-on available", addOn: "available", inv: report, want: "add-on available"},
+		{name: "add-on unreachable, no report yet", addOn: "unreachable", want: "add-on unreachable", empty: "none yet"},
+		{name: "add-on label without a value", addOn: "", want: "add-on unknown", empty: "none yet"},
+		{name: "installed without the add-on", addOn: "-", inv: report, want: "installed"},
+		{name: "no agent", addOn: "-", want: "none", empty: "none: no fleetfit agent"},
+		{name: "fleet files say nothing of agents", addOn: "-", inv: report, files: true, want: "-"},
+		{name: "fleet files with the add-on label", addOn: "unhealthy", files: true, want: "add-on unhealthy",
+			empty: "none: the files give no Nodes or ClusterInventory for it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ut.MakeCluster("c1")
+			if tc.addOn != "-" {
+				c.Label(framework.AgentAddOnLabel, tc.addOn)
+			}
+			o := &ClustersOptions{}
+			if tc.files {
+				o.Files = []string{"fleet.yaml"}
+			}
+			if got := o.agent(c.Obj(), tc.inv); got != tc.want {
+				t.Errorf("AGENT %q, want %q", got, tc.want)
+			}
+			if tc.inv == nil {
+				if got := o.noInventory(c.Obj()); got != tc.empty {
+					t.Errorf("INVENTORY %q, want %q", got, tc.empty)
+				}
+			}
+		})
 	}
 }

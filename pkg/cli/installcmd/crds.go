@@ -37,7 +37,7 @@ AppliedManifestWork. OCM's CRDs that OCM itself installed are left at OCM's vers
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
-	c.Flags().StringVar(&o.Side, "side", "hub", "which CRDs to apply: hub or spoke")
+	c.Flags().StringVar(&o.Side, "side", "hub", "which CRDs to apply: hub, spoke, or sig-multicluster (on a hub: the SIG-Multicluster ClusterProfile and PlacementDecision APIs, which fleetfit-hub then mirrors its decisions into)")
 	o.addFlags(c.Flags())
 	return c
 }
@@ -49,14 +49,16 @@ func (o *CRDsOptions) Complete() (err error) {
 		o.crds, err = manifests.HubCRDs()
 	case "spoke":
 		o.crds, err = manifests.SpokeCRDs()
+	case "sig-multicluster":
+		o.crds, err = manifests.SIGMulticlusterCRDs()
 	}
 	return err
 }
 
 // Validate checks the flags.
 func (o *CRDsOptions) Validate() error {
-	if o.Side != "hub" && o.Side != "spoke" {
-		return fmt.Errorf("--side must be hub or spoke, not %q", o.Side)
+	if o.Side != "hub" && o.Side != "spoke" && o.Side != "sig-multicluster" {
+		return fmt.Errorf("--side must be hub, spoke or sig-multicluster, not %q", o.Side)
 	}
 	return nil
 }

@@ -13,12 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -29,6 +31,7 @@ import (
 	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
+	sigclient "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
@@ -36,6 +39,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/controller/labelkeys"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	"github.com/fleetfit/fleetfit/pkg/controller/sigdecision"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/emco"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
@@ -55,7 +59,11 @@ type Options struct {
 	// Placements is "all" (fleetfit is the hub's placement controller) or "annotated" (only
 	// Placements with OCM's disable annotation and the fleetfit.io/scheduler label).
 	Placements string
-	Workers    int
+	// SIGPlacementDecisions, with Placements "all", mirrors the PlacementDecisions into the
+	// SIG-Multicluster PlacementDecision API while the hub serves it, as OCM's placement
+	// controller does in its stead (see pkg/controller/sigdecision).
+	SIGPlacementDecisions bool
+	Workers               int
 	// InventoryStaleAfter is how old a ClusterInventory may be before its cluster is no longer
 	// chosen anew; StartupGrace how long, after a start, placements with decisions are left
 	// as they are.
@@ -83,19 +91,20 @@ func NewOptions() *Options {
 		ns = "fleetfit-system"
 	}
 	return &Options{
-		Placements:           string(placementmode.All),
-		Workers:              4,
-		InventoryStaleAfter:  framework.InventoryStaleAfter,
-		StartupGrace:         time.Minute,
-		DeliveryKinds:        delivery.DefaultKinds,
-		QPS:                  50,
-		Burst:                100,
-		LeaderElect:          true,
-		LeaderElectNamespace: ns,
-		LeaseDuration:        15 * time.Second,
-		RenewDeadline:        10 * time.Second,
-		RetryPeriod:          2 * time.Second,
-		Serving:              NewServingOptions(),
+		Placements:            string(placementmode.All),
+		SIGPlacementDecisions: true,
+		Workers:               4,
+		InventoryStaleAfter:   framework.InventoryStaleAfter,
+		StartupGrace:          time.Minute,
+		DeliveryKinds:         delivery.DefaultKinds,
+		QPS:                   50,
+		Burst:                 100,
+		LeaderElect:           true,
+		LeaderElectNamespace:  ns,
+		LeaseDuration:         15 * time.Second,
+		RenewDeadline:         10 * time.Second,
+		RetryPeriod:           2 * time.Second,
+		Serving:               NewServingOptions(),
 	}
 }
 
@@ -118,6 +127,7 @@ func NewCommand() *cobra.Command {
 	fs := c.Flags()
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placementmode.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
+	fs.BoolVar(&o.SIGPlacementDecisions, "sig-placement-decisions", o.SIGPlacementDecisions, "with --placements all, mirror every PlacementDecision into the SIG-Multicluster PlacementDecision API (multicluster.x-k8s.io/v1alpha1) whenever its CRD is installed on the hub, as OCM's placement controller does with its SIGPlacementDecision feature; with --placements annotated, OCM's controller keeps doing it")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently")
 	fs.DurationVar(&o.InventoryStaleAfter, "inventory-stale-after", o.InventoryStaleAfter, "how old a cluster's ClusterInventory may be and still make the cluster eligible for new decisions; clusters it already decides keep them however old it is")
 	fs.DurationVar(&o.StartupGrace, "startup-grace", o.StartupGrace, "after a start or a leader change, how long to wait before reconsidering, of the hub's own accord, the placements that already decide clusters, so that agents whose reports failed meanwhile (they retry at least every minute) can report first; new placements and any change are handled at once")
@@ -190,6 +200,12 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	ocmInformers := clusterinformers.NewSharedInformerFactory(clusterClient, 0)
+	var sigDecisions *sigdecision.Watcher
+	if o.SIGPlacementDecisions && placementmode.Mode(o.Placements) == placementmode.All {
+		if sigDecisions, err = newSIGDecisionWatcher(cfg, ocmInformers); err != nil {
+			return err
+		}
+	}
 	workInformers := workinformers.NewSharedInformerFactory(workClient, 0)
 	fleetfitInformers := fleetfitinformers.NewSharedInformerFactory(fleetfitClient, 0)
 
@@ -266,6 +282,9 @@ func (o *Options) Run(ctx context.Context) error {
 		wg.Go(func() { labelKeys.Run(ctx) })
 		wg.Go(func() { delivery.Run(ctx) })
 		wg.Go(func() { ctrl.Run(ctx) })
+		if sigDecisions != nil {
+			wg.Go(func() { sigDecisions.Run(ctx) })
+		}
 		wg.Wait()
 	}
 	if !o.LeaderElect {
@@ -298,6 +317,22 @@ func (o *Options) Run(ctx context.Context) error {
 		},
 	})
 	return nil
+}
+
+// newSIGDecisionWatcher returns the watcher that mirrors decisions into the SIG-Multicluster
+// API whenever the hub serves it; its informer on PlacementDecisions joins ocm's before they
+// start.
+func newSIGDecisionWatcher(cfg *rest.Config, ocm clusterinformers.SharedInformerFactory) (*sigdecision.Watcher, error) {
+	apiext, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := sigclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ocm.Cluster().V1beta1().PlacementDecisions().Informer()
+	return sigdecision.NewWatcher(apiext, sig, ocm), nil
 }
 
 // requiredAPIs are the group versions and resources the hub works with, in

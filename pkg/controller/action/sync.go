@@ -23,6 +23,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -102,7 +103,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if _, err := c.deleteWorks(ctx, ns, name, sets.New(clusters...)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.updateStatus(ctx, in, clusters, errs); err != nil {
+	// A conflict is another writer's newer ManifestWork, not a failed delivery: it is
+	// retried, and the Delivered condition does not report it.
+	failures := slices.DeleteFunc(slices.Clone(errs), workers.OnlyConflicts)
+	if err := c.updateStatus(ctx, in, clusters, failures); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -14,10 +14,10 @@ import (
 // reads that filter's result for the intents' status and must not depend on a plugin.
 const HardwareFitName = "HardwareFit"
 
-// NoInventory is the reason a cluster without a ClusterInventory cannot host hardware
-// requirements. On a hub that means no agent reports for the cluster; a simulation over fleet
-// files words it for files.
-const NoInventory = "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there"
+// NoInventory is the reason a cluster without a ClusterInventory, and without the
+// fleetfit-agent add-on, cannot host hardware requirements: no agent reports for it. A
+// simulation over fleet files words it for files.
+const NoInventory = "no fleetfit agent on this cluster (no ClusterInventory): enable the fleetfit-agent add-on there, or install the agent, to schedule hardware requirements there"
 
 // KeepsDecided reports whether the placement's decided clusters get the relaxed check of
 // FitsHardware. They do when every intent has shaped the placement's decisions before
@@ -122,7 +122,7 @@ func (c *ClusterInfo) machineShortage(pod *hpa.Pod, m inventory.MachineType, lef
 // report and answers within one report.
 func (c *ClusterInfo) stillFits(pods []*hpa.Pod) (bool, string) {
 	if c.View == nil {
-		return false, NoInventory
+		return false, c.noInventory()
 	}
 	for _, pod := range pods {
 		if _, unknown := c.View.Unreported(pod.Request.Selector()); unknown {
@@ -155,12 +155,12 @@ func (c *ClusterInfo) unreported(pod *hpa.Pod, key string) string {
 
 func (c *ClusterInfo) fresh(now time.Time) (bool, string) {
 	if c.View == nil {
-		return false, NoInventory
+		return false, c.noInventory()
 	}
 	if !c.InventoryFresh(now) {
 		age, _ := c.InventoryAge(now)
-		return false, fmt.Sprintf("the ClusterInventory is %s old (more than %s): not chosen anew until the fleetfit agent reports again (is it running, and can it reach the hub?)",
-			age.Round(time.Second), c.StaleAfter)
+		return false, fmt.Sprintf("the ClusterInventory is %s old (more than %s): not chosen anew until the fleetfit agent reports again (is it running, and can it reach the hub?)%s",
+			age.Round(time.Second), c.StaleAfter, c.staleAddOn())
 	}
 	return true, ""
 }

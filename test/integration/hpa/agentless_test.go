@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	schedframework "github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
@@ -45,7 +46,7 @@ func TestClusterWithoutAgent(t *testing.T) {
 		hasCondition(v1alpha1.ConditionScheduled, metav1.ConditionFalse, "NoFeasibleCluster"),
 		hasCandidates(allow("app", 1)),
 	))
-	want := fmt.Sprintf("%s: no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there", agentless)
+	want := fmt.Sprintf("%s: %s", agentless, schedframework.NoInventory)
 	if msg := scheduledMessage(in); !strings.HasPrefix(msg, "no cluster can host Placement only-agentless: ") || !strings.Contains(msg, want) {
 		t.Errorf("Scheduled message %q, want it to say %q", msg, want)
 	}

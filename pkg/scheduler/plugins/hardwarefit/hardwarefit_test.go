@@ -178,7 +178,7 @@ func TestFilter(t *testing.T) {
 			intents:  []*fleetfitv1alpha1.HPAIntent{intent(consumer("web", 1, "1"))},
 			want:     []string{"agent"},
 			wantReasons: map[string]string{
-				"bare": "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there",
+				"bare": NoInventory,
 			},
 		},
 		"an inventory older than InventoryStaleAfter is rejected": {
@@ -356,7 +356,7 @@ func TestFilter(t *testing.T) {
 			intents:  []*fleetfitv1alpha1.HPAIntent{intent(consumer("web", 1, "1"))},
 			decided:  []string{"bare"},
 			wantReasons: map[string]string{
-				"bare": "no ClusterInventory: run the fleetfit agent on the cluster to schedule hardware requirements there",
+				"bare": NoInventory,
 			},
 		},
 		"reservations: another placement's active one is subtracted, expired and own ones are not": {
