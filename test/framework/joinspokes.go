@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,19 @@ type JoinOptions struct {
 	// WorkAgents also runs OCM's work agent on each spoke, with the hub
 	// identity its registration agent obtained (StartOCMWorkAgentAs).
 	WorkAgents bool
+	// CertificateCheckPeriod, when set, makes the registration agents check
+	// that often whether their client certificates — the cluster's own and
+	// its add-ons' — are due for renewal. The agent checks every 5 minutes
+	// (a fixed interval) and whenever such a Secret changes, so certificates
+	// the hub signs for less than that (HubOptions.SigningDuration) would
+	// expire before it renews them: the framework touches the Secrets (an
+	// annotation, CertificateCheckAnnotation) every CertificateCheckPeriod.
+	CertificateCheckPeriod time.Duration
 }
+
+// CertificateCheckAnnotation is the annotation JoinOptions.CertificateCheckPeriod
+// sets on the registration agents' Secrets, to the time it was set.
+const CertificateCheckAnnotation = "fleetfit.io/e2e-certificate-check"
 
 // Join is what JoinSpokes started. Everything stops with the fleet's
 // control planes, or with Stop.
@@ -40,6 +53,8 @@ type Join struct {
 	// Took is how long the join took, from the first process started to the
 	// last cluster Available (work agents not included).
 	Took time.Duration
+	// stopChecks ends the certificate checks JoinOptions.CertificateCheckPeriod started.
+	stopChecks context.CancelFunc
 }
 
 // JoinSpokes makes every spoke a managed cluster of the hub the way OCM's
@@ -91,6 +106,13 @@ func (f *Fleet) JoinSpokes(ctx context.Context, opts JoinOptions) (*Join, error)
 		return nil, err
 	}
 	j.Took = time.Since(start)
+	if opts.CertificateCheckPeriod > 0 {
+		checks, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		j.stopChecks = cancel
+		for _, spoke := range f.Spokes {
+			go touchCertificateSecrets(checks, spoke, opts.CertificateCheckPeriod)
+		}
+	}
 	if opts.WorkAgents {
 		for i, spoke := range f.Spokes {
 			wg.Go(func() {
@@ -124,8 +146,38 @@ func (f *Fleet) joinSpoke(ctx context.Context, spoke *ControlPlane, name string,
 	return agent, WaitClusterJoined(ctx, f.Hub, name)
 }
 
+// touchCertificateSecrets annotates, every period until ctx ends, the
+// Secrets in which spoke's registration agent keeps client certificates: the
+// cluster's (HubKubeconfigSecret) and each add-on's (<add-on>-hub-kubeconfig,
+// in the add-on's namespace). A failed round is tried again the next period.
+func touchCertificateSecrets(ctx context.Context, spoke *ControlPlane, period time.Duration) {
+	client := spoke.AdminClient().CoreV1()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(period):
+		}
+		secrets, err := client.Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, CertificateCheckAnnotation, time.Now().Format(time.RFC3339Nano))
+		for _, s := range secrets.Items {
+			ours := s.Namespace == AgentNamespace && s.Name == HubKubeconfigSecret
+			addon := strings.HasSuffix(s.Name, "-hub-kubeconfig") && s.Name != BootstrapKubeconfigSecret
+			if (ours || addon) && len(s.Data["tls.crt"]) > 0 {
+				_, _ = client.Secrets(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			}
+		}
+	}
+}
+
 // Stop stops every process of the join.
 func (j *Join) Stop() {
+	if j.stopChecks != nil {
+		j.stopChecks()
+	}
 	for _, c := range j.components() {
 		c.Stop()
 	}

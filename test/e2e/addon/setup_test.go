@@ -30,6 +30,9 @@ const (
 	// (signingDuration + the signer's 5-minute backdating) is left, so about every half
 	// minute, and the first certificate an agent got is expired within the test.
 	signingDuration = 2 * time.Minute
+	// certificateCheck is how often the registration agents look at their certificates;
+	// left to themselves they look every 5 minutes, longer than signingDuration.
+	certificateCheck = 5 * time.Second
 	// settle bounds the waits for the fleet's processes.
 	settle = 2 * time.Minute
 	// logLines is how much of each process's log a failure shows.
@@ -108,9 +111,10 @@ func (e *env) start(ctx context.Context) error {
 		return err
 	}
 	if e.join, err = fleet.JoinSpokes(ctx, framework.JoinOptions{
-		Hub:        framework.HubOptions{SigningDuration: signingDuration, ClusterProfile: true},
-		Agent:      framework.RegistrationAgentOptions{ReservedClusterClaimSuffixes: []string{"fleetfit.io"}},
-		WorkAgents: true,
+		Hub:                    framework.HubOptions{SigningDuration: signingDuration, ClusterProfile: true},
+		Agent:                  framework.RegistrationAgentOptions{ReservedClusterClaimSuffixes: []string{"fleetfit.io"}},
+		WorkAgents:             true,
+		CertificateCheckPeriod: certificateCheck,
 	}); err != nil {
 		return err
 	}
