@@ -31,8 +31,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetfit/fleetfit/pkg/conflict"
+
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -311,7 +312,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 
 	if err := c.sync(ctx); err != nil {
 		logger := klog.FromContext(ctx)
-		if onlyConflicts(err) {
+		if conflict.Only(err) {
 			// Someone else (the hub writing an inventory's spec, a second
 			// agent during a rollout) updated an object since it was read:
 			// nothing is wrong, and the retry reads it again.
@@ -353,21 +354,6 @@ func (c *Controller) sync(ctx context.Context) error {
 		c.enqueue()
 	}
 	return errors.Join(errs...)
-}
-
-// onlyConflicts reports whether err, and every error wrapped or joined in
-// it, comes down to update conflicts.
-func onlyConflicts(err error) bool {
-	switch e := err.(type) {
-	case interface{ Unwrap() []error }:
-		errs := e.Unwrap()
-		return len(errs) > 0 && !slices.ContainsFunc(errs, func(e error) bool { return !onlyConflicts(e) })
-	case interface{ Unwrap() error }:
-		if inner := e.Unwrap(); inner != nil {
-			return onlyConflicts(inner)
-		}
-	}
-	return apierrors.IsConflict(err)
 }
 
 // labelKeys returns the keys the hub asks for: from the informer once it has

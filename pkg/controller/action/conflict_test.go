@@ -19,7 +19,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/workers"
+	"github.com/fleetfit/fleetfit/pkg/conflict"
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -78,7 +78,7 @@ func TestConflictIsNotADeliveryError(t *testing.T) {
 			if err == nil {
 				t.Fatal("sync succeeded although the ManifestWork update failed")
 			}
-			if got := workers.OnlyConflicts(err); got != tc.wantConflict {
+			if got := conflict.Only(err); got != tc.wantConflict {
 				t.Errorf("sync returned %v; only conflicts: %v, want %v", err, got, tc.wantConflict)
 			}
 			got, err := fleetfitClient.FleetfitV1alpha1().HPAIntents("shop").Get(t.Context(), "web", metav1.GetOptions{})

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fleetfit/fleetfit/pkg/conflict"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +25,6 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
@@ -105,7 +106,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	// A conflict is another writer's newer ManifestWork, not a failed delivery: it is
 	// retried, and the Delivered condition does not report it.
-	failures := slices.DeleteFunc(slices.Clone(errs), workers.OnlyConflicts)
+	failures := slices.DeleteFunc(slices.Clone(errs), conflict.Only)
 	if err := c.updateStatus(ctx, in, clusters, failures); err != nil {
 		errs = append(errs, err)
 	}

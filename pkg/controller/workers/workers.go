@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"github.com/fleetfit/fleetfit/pkg/conflict"
+
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -29,7 +30,7 @@ type Loop struct {
 	Seed func() int
 	// Sync handles one key. An error means a transient failure: the key is retried with
 	// backoff, and logged as an error unless it is only update conflicts (see
-	// OnlyConflicts), which are logged at V(2). Terminal problems are conditions and events,
+	// conflict.Only), which are logged at V(2). Terminal problems are conditions and events,
 	// and Sync returns nil for them.
 	Sync    func(ctx context.Context, key string) error
 	Workers int
@@ -71,7 +72,7 @@ func (l Loop) work(ctx context.Context) {
 		err := l.Sync(ctx, key)
 		l.Progress.done(time.Now())
 		switch {
-		case err != nil && OnlyConflicts(err):
+		case err != nil && conflict.Only(err):
 			// Another writer got there first: the next try reads its write. Nothing to see.
 			klog.FromContext(ctx).V(2).Info("Conflict writing, requeued", "key", key, "err", err)
 			l.Queue.AddRateLimited(key)
@@ -83,34 +84,4 @@ func (l Loop) work(ctx context.Context) {
 		}
 		l.Queue.Done(key)
 	}
-}
-
-// OnlyConflicts reports whether err, and every error joined or wrapped in it, is an update
-// conflict: a write based on an object someone else changed since. Such an error is the
-// normal outcome of several writers sharing an object (the hub's controllers write different
-// parts of an HPAIntent's status, agents and users edit what the hub reads), and a retry that
-// reads the latest object succeeds; an error joined with anything else is a real failure.
-func OnlyConflicts(err error) bool {
-	switch e := err.(type) {
-	case nil:
-		return false
-	case interface{ Unwrap() []error }:
-		errs := e.Unwrap()
-		if len(errs) == 0 {
-			return false
-		}
-		for _, inner := range errs {
-			if !OnlyConflicts(inner) {
-				return false
-			}
-		}
-		return true
-	case interface{ Unwrap() error }:
-		// Not apierrors.IsConflict on the whole chain: it finds a conflict anywhere in it,
-		// beside real failures too.
-		if inner := e.Unwrap(); inner != nil {
-			return OnlyConflicts(inner)
-		}
-	}
-	return apierrors.IsConflict(err)
 }

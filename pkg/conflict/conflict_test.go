@@ -1,4 +1,4 @@
-package workers
+package conflict
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func TestOnlyConflicts(t *testing.T) {
+func TestOnly(t *testing.T) {
 	intents := schema.GroupResource{Group: "fleetfit.io", Resource: "hpaintents"}
 	conflict := apierrors.NewConflict(intents, "web", errors.New("the object has been modified"))
 	notFound := apierrors.NewNotFound(intents, "web")
@@ -29,8 +29,8 @@ func TestOnlyConflicts(t *testing.T) {
 		{"a conflict only in the text", errors.New(conflict.Error()), false},
 		{"an empty join", errors.Join(), false},
 	} {
-		if got := OnlyConflicts(tc.err); got != tc.want {
-			t.Errorf("%s: OnlyConflicts(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		if got := Only(tc.err); got != tc.want {
+			t.Errorf("%s: Only(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
 }
