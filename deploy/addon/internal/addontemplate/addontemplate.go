@@ -6,10 +6,8 @@
 package addontemplate
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -17,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/yaml"
@@ -26,6 +23,7 @@ import (
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
 	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/install"
 )
 
 // Sources are what the template is made of.
@@ -88,19 +86,19 @@ var variables = []string{deployaddon.ClusterNameVariable, deployaddon.HubKubecon
 // KubeClient granting every ClusterRole of src.HubRBAC in the cluster's
 // namespace.
 func Build(src Sources) (*addonv1alpha1.AddOnTemplate, error) {
-	rbac, err := decode(src.SpokeRBAC)
+	rbac, err := install.Decode(src.SpokeRBAC)
 	if err != nil {
 		return nil, fmt.Errorf("the agent's RBAC: %w", err)
 	}
-	crds, err := crdObjects(src.CRDs)
+	crds, err := install.CRDObjects(src.CRDs)
 	if err != nil {
 		return nil, err
 	}
-	injector, err := decode(src.Injector)
+	injector, err := install.Decode(src.Injector)
 	if err != nil {
 		return nil, fmt.Errorf("the injector: %w", err)
 	}
-	deployments, err := decode(src.Deployment)
+	deployments, err := install.Decode(src.Deployment)
 	if err != nil {
 		return nil, fmt.Errorf("the agent's Deployment: %w", err)
 	}
@@ -237,7 +235,7 @@ func mountOCMsHubKubeconfig(d *unstructured.Unstructured, secret string) error {
 // hubRBAC: OCM's add-on manager binds each in the cluster's namespace to
 // the agent's registered identity, and nothing else on the hub.
 func hubPermissions(hubRBAC []byte) ([]addonv1alpha1.HubPermissionConfig, error) {
-	objs, err := decode(hubRBAC)
+	objs, err := install.Decode(hubRBAC)
 	if err != nil {
 		return nil, fmt.Errorf("the agent's hub RBAC: %w", err)
 	}
@@ -270,44 +268,4 @@ func checkVariables(manifest string) error {
 		return fmt.Errorf("%q is not a template variable OCM provides (only %s)", rest[i:end], strings.Join(variables, ", "))
 	}
 	return nil
-}
-
-// crdObjects are the CRDs as the manifests say them, without the empty
-// status and creation time of a typed object.
-func crdObjects(crds []*apiextensionsv1.CustomResourceDefinition) ([]*unstructured.Unstructured, error) {
-	out := make([]*unstructured.Unstructured, 0, len(crds))
-	for _, crd := range crds {
-		crd = crd.DeepCopy()
-		crd.APIVersion = apiextensionsv1.SchemeGroupVersion.String()
-		crd.Kind = "CustomResourceDefinition"
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-		if err != nil {
-			return nil, fmt.Errorf("converting CRD %s: %w", crd.Name, err)
-		}
-		delete(m, "status")
-		unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out, nil
-}
-
-// decode splits multi-document YAML into objects, in order.
-func decode(manifest []byte) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, err
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		if obj.GetKind() == "" || obj.GetName() == "" {
-			return nil, fmt.Errorf("an object without kind or name: %v", obj.Object)
-		}
-		out = append(out, obj)
-	}
 }

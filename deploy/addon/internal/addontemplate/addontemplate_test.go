@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetfit/fleetfit/pkg/install"
+
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,19 +68,19 @@ func TestTemplateHoldsTheAgent(t *testing.T) {
 
 	var want []*unstructured.Unstructured
 	for _, m := range [][]byte{src.SpokeRBAC} {
-		objs, err := decode(m)
+		objs, err := install.Decode(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, objs...)
 	}
-	crds, err := crdObjects(src.CRDs)
+	crds, err := install.CRDObjects(src.CRDs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, crds...)
 	for _, m := range [][]byte{deployagent.Injector, deployagent.Deployment("IMAGE", "cluster1")} {
-		objs, err := decode(m)
+		objs, err := install.Decode(m)
 		if err != nil {
 			t.Fatal(err)
 		}
