@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
-	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 )
 
 // AddonAgentDeployment is the Deployment the fleetfit-agent add-on puts on a
@@ -71,7 +69,6 @@ func StartAddonAgentProcess(ctx context.Context, hub, spoke *ControlPlane, clust
 	}
 	container := pod.Containers[i]
 
-	inventories := fleetfitclient.NewForConfigOrDie(hub.AdminConfig()).FleetfitV1alpha1().ClusterInventories(cluster)
 	var mounts secretMounts
 	c, err := startComponent(ctx, componentSpec{
 		binary: "fleetfit-agent",
@@ -101,16 +98,7 @@ func StartAddonAgentProcess(ctx context.Context, hub, spoke *ControlPlane, clust
 				"--injector-cert-hostnames="+strings.Split(addr, ":")[0],
 			), nil
 		},
-		ready: func(ctx context.Context, _ string) error {
-			inv, err := inventories.Get(ctx, cluster, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if inv.Status.ObservedAt.IsZero() {
-				return errors.New("the ClusterInventory has no report yet")
-			}
-			return nil
-		},
+		ready: inventoryReported(hub, cluster),
 	})
 	if err != nil {
 		return nil, err

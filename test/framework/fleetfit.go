@@ -63,7 +63,6 @@ func StartHubProcess(ctx context.Context, hub *ControlPlane, args ...string) (*C
 // ClusterInventory on the hub. The caller stops it with Stop, or leaves that
 // to hub.Stop or spoke.Stop. StartAgent runs the same reporter in-process.
 func StartAgentProcess(ctx context.Context, hub, spoke *ControlPlane, cluster string, minInterval time.Duration, args ...string) (*Component, error) {
-	inventories := fleetfitclient.NewForConfigOrDie(hub.AdminConfig()).FleetfitV1alpha1().ClusterInventories(cluster)
 	return startComponent(ctx, componentSpec{
 		binary: "fleetfit-agent",
 		name:   "fleetfit-agent " + cluster,
@@ -92,17 +91,24 @@ func StartAgentProcess(ctx context.Context, hub, spoke *ControlPlane, cluster st
 				"--injector-cert-hostnames=" + strings.Split(addr, ":")[0],
 			}, args...), nil
 		},
-		ready: func(ctx context.Context, _ string) error {
-			inv, err := inventories.Get(ctx, cluster, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if inv.Status.ObservedAt.IsZero() {
-				return errors.New("the ClusterInventory has no report yet")
-			}
-			return nil
-		},
+		ready: inventoryReported(hub, cluster),
 	})
+}
+
+// inventoryReported is the readiness check of an agent: cluster's ClusterInventory on hub
+// holds a report.
+func inventoryReported(hub *ControlPlane, cluster string) func(ctx context.Context, _ string) error {
+	inventories := fleetfitclient.NewForConfigOrDie(hub.AdminConfig()).FleetfitV1alpha1().ClusterInventories(cluster)
+	return func(ctx context.Context, _ string) error {
+		inv, err := inventories.Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if inv.Status.ObservedAt.IsZero() {
+			return errors.New("the ClusterInventory has no report yet")
+		}
+		return nil
+	}
 }
 
 // agentServiceAccount is the spoke identity deploy/agent's RBAC grants.
