@@ -97,11 +97,12 @@ func StartAddonAgentProcess(ctx context.Context, hub, spoke *ControlPlane, clust
 			if err != nil {
 				return nil, err
 			}
-			return append(argv,
+			argv = append(argv,
 				"--kubeconfig="+spokeKubeconfig,
 				"--injector-bind-address="+addr,
 				"--injector-cert-hostnames="+strings.Split(addr, ":")[0],
-			), nil
+			)
+			return append(argv, args...), nil
 		},
 		ready: func(ctx context.Context, _ string) error {
 			inv, err := inventories.Get(ctx, cluster, metav1.GetOptions{})
