@@ -27,9 +27,9 @@ import (
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
-// ClusterSet is the cluster set the managed clusters join and the demo's namespace is bound
+// clusterSet is the cluster set the managed clusters join and the demo's namespace is bound
 // to: OCM's "default", where OCM puts every cluster that names no other.
-const ClusterSet = "default"
+const clusterSet = "default"
 
 // joinOptions join the spokes as `clusteradm join` with a Klusterlet that reserves the suffix
 // fleetfit.io for ClusterClaims, so that OCM's registration agent reports every claim of
@@ -66,18 +66,18 @@ func bindClusterSet(ctx context.Context, f *framework.Fleet) error {
 		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
 	}
 	clusters := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig()).ClusterV1beta2()
-	_, err := clusters.ManagedClusterSets().Get(ctx, ClusterSet, metav1.GetOptions{})
+	_, err := clusters.ManagedClusterSets().Get(ctx, clusterSet, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = clusters.ManagedClusterSets().Create(ctx, ut.MakeExclusiveClusterSet(ClusterSet), metav1.CreateOptions{})
+		_, err = clusters.ManagedClusterSets().Create(ctx, ut.MakeExclusiveClusterSet(clusterSet), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("ManagedClusterSet %s: %w", ClusterSet, err)
+		return fmt.Errorf("ManagedClusterSet %s: %w", clusterSet, err)
 	}
-	if _, err := clusters.ManagedClusterSetBindings(Namespace).Create(ctx, ut.MakeClusterSetBinding(Namespace, ClusterSet), metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("binding ManagedClusterSet %s to namespace %s: %w", ClusterSet, Namespace, err)
+	if _, err := clusters.ManagedClusterSetBindings(Namespace).Create(ctx, ut.MakeClusterSetBinding(Namespace, clusterSet), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("binding ManagedClusterSet %s to namespace %s: %w", clusterSet, Namespace, err)
 	}
 	return nil
 }
@@ -132,6 +132,10 @@ func startAddOnAgent(ctx context.Context, con *console, f *framework.Fleet, spok
 	return nil
 }
 
+// addOnPodSelector selects the pods of the add-on's Deployment (deploy/agent), not the
+// reservation pods machine groups run in the same namespace.
+const addOnPodSelector = "app.kubernetes.io/name=" + framework.AddonAgentDeployment
+
 // waitAddOnPod waits until the add-on's Deployment on spoke has its pod running, and returns
 // the node it runs on: the pod asks for resources there like any other, and the agent
 // reports them.
@@ -139,18 +143,18 @@ func waitAddOnPod(ctx context.Context, spoke *framework.ControlPlane, timeout ti
 	var node string
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		pods, err := spoke.AdminClient().CoreV1().Pods(deployagent.Namespace).List(ctx, metav1.ListOptions{})
+		pods, err := spoke.AdminClient().CoreV1().Pods(deployagent.Namespace).List(ctx, metav1.ListOptions{LabelSelector: addOnPodSelector})
 		if err != nil {
 			last = err
 			return false, nil
 		}
 		for _, p := range pods.Items {
-			if strings.HasPrefix(p.Name, framework.AddonAgentDeployment+"-") && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 				node = p.Spec.NodeName
 				return true, nil
 			}
 		}
-		last = fmt.Errorf("%d pods in namespace %s, none of them the add-on's running", len(pods.Items), deployagent.Namespace)
+		last = fmt.Errorf("%d pods %s in namespace %s, none of them running", len(pods.Items), addOnPodSelector, deployagent.Namespace)
 		return false, nil
 	})
 	if err != nil {
