@@ -1,12 +1,17 @@
 // Package demo runs fleetfit's local demo fleet (`make demo`): a hub and three managed
-// clusters, each a real etcd and kube-apiserver on loopback. Every managed cluster runs
-// kube-controller-manager, kube-scheduler, kwok (which plays kubelet for nodes with GPUs, AVX-512
-// and QuickAssist, some of them nearly full), OCM's work agent and fleetfit-agent; the hub runs
-// fleetfit-hub. The demo applies EMCO's HPA usage example and two more HPAIntents, waits until
-// fleetfit-hub has placed them and their pods run, gives cluster1 and cluster2 MachineGroups
-// (a guest takes one of cluster1's reserved machines, and the hub places an intent for two
-// machines of a type where two are free), shows the result with the fleetfit CLI and
-// leaves the fleet running for kubectl and bin/fleetfit until it is stopped.
+// clusters, each a real etcd and kube-apiserver on loopback. The clusters join the hub the way
+// OCM's users join them, with OCM's own registration controller, add-on manager, registration
+// agents and work agents. Every managed cluster runs kube-controller-manager, kube-scheduler
+// and kwok (which plays kubelet for nodes with GPUs, AVX-512 and QuickAssist, some of them
+// nearly full); fleetfit-agent is installed as the OCM add-on fleetfit-agent and enabled with
+// the fleetfit CLI, and runs as the pod OCM's work agent deploys would, with the hub
+// credentials OCM's registration agent issued it; the hub runs fleetfit-hub. The demo applies
+// EMCO's HPA usage example and two more HPAIntents, waits until fleetfit-hub has placed them
+// and their pods run, gives cluster1 and cluster2 MachineGroups (a guest takes one of
+// cluster1's reserved machines, and the hub places an intent for two machines of a type where
+// two are free), shows the result with the fleetfit CLI, the add-ons and the hardware facts
+// the agents keep as ClusterClaims, and leaves the fleet running for kubectl and bin/fleetfit
+// until it is stopped.
 package demo
 
 import (
@@ -22,12 +27,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -47,8 +49,13 @@ type Options struct {
 // DefaultSettleTimeout is generous: a 2-core machine runs some twenty processes here.
 const DefaultSettleTimeout = 3 * time.Minute
 
-// agentMinInterval lets the agents report a change within a second.
-const agentMinInterval = time.Second
+// agentMinInterval lets the agents report a change within a second, and agentClaimsInterval
+// update their ClusterClaims within seconds rather than the default 30s, so that the demo
+// does not wait for the claims after its last nodes join.
+const (
+	agentMinInterval    = time.Second
+	agentClaimsInterval = 5 * time.Second
+)
 
 // Run starts the fleet, applies the examples, waits until they are placed and their pods
 // run, prints what happened and how to reach the clusters, calls ready (when not nil) and
@@ -73,9 +80,6 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 		fleet.Stop()
 		con.step("Stopped")
 	}()
-	if err := registerClusters(ctx, fleet); err != nil {
-		return err
-	}
 	kubeconfigs, err := writeKubeconfigs(fleet, o.Dir)
 	defer func() {
 		for _, path := range kubeconfigs {
@@ -86,13 +90,27 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 		return err
 	}
 
+	// The clusters join while their nodes come up: neither waits for the other. The add-on
+	// is enabled only once both are done, so that its Deployment finds nodes to run on.
 	var wg sync.WaitGroup
-	errs := make([]error, len(layout))
+	errs := make([]error, len(layout)+1)
+	con.step("Joining the managed clusters to the hub with OCM's registration (controller, add-on manager, CSR signer, an agent per cluster)")
+	wg.Go(func() { errs[len(layout)] = joinClusters(ctx, con, fleet) })
 	for i := range layout {
-		wg.Go(func() { errs[i] = startCluster(ctx, con, fleet, fleet.Spokes[i], layout[i], o.SettleTimeout) })
+		wg.Go(func() { errs[i] = startCluster(ctx, con, fleet.Spokes[i], layout[i], o.SettleTimeout) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := bindClusterSet(ctx, fleet); err != nil {
+		return err
+	}
+	hubKubeconfig := kubeconfigs[0]
+	if err := installAddOn(ctx, con, fleet, hubKubeconfig); err != nil {
+		return err
+	}
+	if err := startAddOnAgents(ctx, con, fleet, o.SettleTimeout); err != nil {
 		return err
 	}
 	if err := waitReports(ctx, fleet, layout, o.SettleTimeout); err != nil {
@@ -129,12 +147,22 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 	} else {
 		con.step("The agents have reported every pod the clusters run")
 	}
+	if err := waitClaims(ctx, fleet, o.SettleTimeout); err != nil {
+		con.step("The clusters' ClusterClaims are behind their nodes: %v", err)
+	} else {
+		con.step("OCM's registration agents report the ClusterClaims fleetfit-agent keeps, with every cluster's nodes")
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
 
-	hubKubeconfig := kubeconfigs[0]
 	con.fleetfit(ctx, hubKubeconfig, "get", "clusters")
+	if err := printAddOns(ctx, con, fleet); err != nil {
+		con.step("Listing the add-ons: %v", err)
+	}
+	if err := printClaims(ctx, con, fleet, layout[0].Name); err != nil {
+		con.step("Listing the ClusterClaims of %s: %v", layout[0].Name, err)
+	}
 	con.fleetfit(ctx, hubKubeconfig, "get", "placements", "-A")
 	con.fleetfit(ctx, hubKubeconfig, "explain", "placement", ut.FwallName, "-n", Namespace)
 	con.fleetfit(ctx, hubKubeconfig, "get", "machinetypes", "-A")
@@ -150,36 +178,6 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 	}
 	<-ctx.Done()
 	return nil
-}
-
-// registerClusters makes the spokes managed clusters of the hub — accepted, joined and
-// available, as OCM's registration would leave them — in the cluster set "default", bound to
-// the demo's namespace.
-func registerClusters(ctx context.Context, f *framework.Fleet) error {
-	if err := f.RegisterSpokes(ctx); err != nil {
-		return err
-	}
-	clusters := clusterclient.NewForConfigOrDie(f.Hub.AdminConfig())
-	for i := range f.Spokes {
-		mc, err := clusters.ClusterV1().ManagedClusters().Get(ctx, framework.SpokeName(i), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, t := range []string{clusterv1.ManagedClusterConditionHubAccepted, clusterv1.ManagedClusterConditionJoined, clusterv1.ManagedClusterConditionAvailable} {
-			meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Demo", Message: "set by the fleetfit demo"})
-		}
-		if _, err := clusters.ClusterV1().ManagedClusters().UpdateStatus(ctx, mc, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("setting the status of ManagedCluster %s: %w", mc.Name, err)
-		}
-	}
-	if _, err := f.Hub.AdminClient().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := clusters.ClusterV1beta2().ManagedClusterSets().Create(ctx, ut.MakeExclusiveClusterSet("default"), metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	_, err := clusters.ClusterV1beta2().ManagedClusterSetBindings(Namespace).Create(ctx, ut.MakeClusterSetBinding(Namespace, "default"), metav1.CreateOptions{})
-	return err
 }
 
 // writeKubeconfigs writes an admin kubeconfig per cluster into dir, the hub's first, and
@@ -204,8 +202,8 @@ func writeKubeconfigs(f *framework.Fleet, dir string) ([]string, error) {
 }
 
 // startCluster makes a spoke run pods, creates its nodes and the pods already running there,
-// and starts OCM's work agent and fleetfit-agent for it.
-func startCluster(ctx context.Context, con *console, f *framework.Fleet, spoke *framework.ControlPlane, l ClusterLayout, timeout time.Duration) error {
+// and lets the demo's HPAIntents deliver into the namespace Namespace there.
+func startCluster(ctx context.Context, con *console, spoke *framework.ControlPlane, l ClusterLayout, timeout time.Duration) error {
 	if _, err := framework.StartPodRuntime(ctx, spoke); err != nil {
 		return err
 	}
@@ -234,20 +232,7 @@ func startCluster(ctx context.Context, con *console, f *framework.Fleet, spoke *
 	if err := createPods(ctx, client, l.Pods, timeout); err != nil {
 		return fmt.Errorf("%s: %w", l.Name, err)
 	}
-	if err := framework.ApplyAgentRBAC(ctx, f.Hub, spoke, l.Name); err != nil {
-		return err
-	}
-	if err := framework.GrantDelivery(ctx, spoke, Namespace); err != nil {
-		return err
-	}
-	if _, err := framework.StartOCMWorkAgent(ctx, f.Hub, spoke, l.Name); err != nil {
-		return err
-	}
-	if _, err := framework.StartAgentProcess(ctx, f.Hub, spoke, l.Name, agentMinInterval); err != nil {
-		return err
-	}
-	con.step("%s: OCM's work agent and fleetfit-agent started", l.Name)
-	return nil
+	return framework.GrantDelivery(ctx, spoke, Namespace)
 }
 
 // createPods creates the pods already running on a cluster, in PodNamespace. The namespace's
@@ -272,7 +257,8 @@ func createPods(ctx context.Context, client kubernetes.Interface, pods []*corev1
 }
 
 // waitReports waits until every cluster's ClusterInventory on the hub shows all its nodes
-// Ready and the cpu its pods request.
+// Ready and the resources its pods request — the add-on's own pod among them — as
+// pkg/inventory sums them from the spoke's Nodes and Pods.
 func waitReports(ctx context.Context, f *framework.Fleet, layout []ClusterLayout, timeout time.Duration) error {
 	invs := fleetfitclient.NewForConfigOrDie(f.Hub.AdminConfig()).FleetfitV1alpha1()
 	var last error
@@ -288,18 +274,11 @@ func waitReports(ctx context.Context, f *framework.Fleet, layout []ClusterLayout
 				last = fmt.Errorf("%s reports %d Ready nodes, not %d yet", l.Name, got, want)
 				return false, nil
 			}
-			want := requestedCPU(l.Pods)
-			for _, r := range inv.Status.Resources {
-				if r.Name == corev1.ResourceCPU && r.Requested.Cmp(want) != 0 {
-					last = fmt.Errorf("%s reports %s cpu requested, not %s yet", l.Name, r.Requested.String(), want.String())
-					return false, nil
-				}
-			}
 		}
 		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the agents' reports: %w (last: %v)", err, last)
 	}
-	return nil
+	return waitReportsCurrent(ctx, f, timeout)
 }

@@ -42,15 +42,21 @@ func (c *console) step(format string, args ...any) {
 // fleetfit runs the fleetfit CLI in-process against the hub, after printing the command a
 // user would type. A failing command is reported and the demo goes on.
 func (c *console) fleetfit(ctx context.Context, kubeconfig string, args ...string) {
+	if err := c.fleetfitStep(ctx, kubeconfig, args...); err != nil {
+		fmt.Fprintf(c, "Error: %v\n", err)
+	}
+}
+
+// fleetfitStep is fleetfit for a command the demo cannot go on without: it returns the
+// command's error.
+func (c *console) fleetfitStep(ctx context.Context, kubeconfig string, args ...string) error {
 	args = append(args, "--kubeconfig", kubeconfig)
 	fmt.Fprintf(c, "\n$ bin/fleetfit %s\n", strings.Join(args, " "))
 	root := cli.NewCommand()
 	root.SetOut(c)
 	root.SetErr(c)
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(c, "Error: %v\n", err)
-	}
+	return root.ExecuteContext(ctx)
 }
 
 // printPods prints the pods delivered to each cluster, the node each runs on with that
@@ -179,6 +185,7 @@ Look around, for example:
   bin/fleetfit get clusters --kubeconfig %[2]s
   bin/fleetfit explain placement training -n %[3]s --kubeconfig %[2]s
   kubectl --kubeconfig %[2]s get placements,placementdecisions,hpaintents,manifestworks -A
+  kubectl --kubeconfig %[2]s get managedclusters,managedclusteraddons,clusterinventories -A
   kubectl --kubeconfig %[4]s get nodes,pods -A -o wide
   kubectl --kubeconfig %[4]s get machinegroups,machinenodepools,statefulsets -A
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
+	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/injector"
 )
 
 // AddonAgentDeployment is the Deployment the fleetfit-agent add-on puts on a
@@ -47,7 +48,8 @@ const SecretSyncPeriod = time.Second
 //     in-cluster configuration a pod would use has fixed paths);
 //   - the pod resource injector on a free loopback port that the spoke's
 //     webhook configuration is pointed at (RegisterInjector), as the spoke has
-//     no Service network;
+//     no Service network, and pointed at again while the process runs when
+//     OCM's work agent re-applies the add-on's Service reference;
 //
 // and args appended. It returns once the agent has written its first report
 // to the hub.
@@ -92,18 +94,19 @@ func StartAddonAgentProcess(ctx context.Context, hub, spoke *ControlPlane, clust
 			if err != nil {
 				return nil, err
 			}
-			return append(argv,
+			argv = append(argv,
 				"--kubeconfig="+spokeKubeconfig,
 				"--injector-bind-address="+addr,
 				"--injector-cert-hostnames="+strings.Split(addr, ":")[0],
-			), nil
+			)
+			return append(argv, args...), nil
 		},
 		ready: inventoryReported(hub, cluster),
 	})
 	if err != nil {
 		return nil, err
 	}
-	go mounts.keepSynced(context.WithoutCancel(ctx), client, c)
+	go keepPodEnvironment(context.WithoutCancel(ctx), client, c, mounts, "https://"+c.Addr()+injector.Path)
 	return c, nil
 }
 
@@ -148,9 +151,14 @@ func mountSecrets(ctx context.Context, client kubernetes.Interface, namespace st
 	return out, nil
 }
 
-// keepSynced copies the Secrets again every SecretSyncPeriod until the
-// agent's process has exited.
-func (ms secretMounts) keepSynced(ctx context.Context, client kubernetes.Interface, c *Component) {
+// keepPodEnvironment keeps, every SecretSyncPeriod until the agent's process
+// has exited, what a kubelet and a Service network would keep for its pod:
+// the Secrets copied into their files, and the injector's webhook
+// configuration pointed at the process. OCM's work agent applies the add-on's
+// manifests again now and then — when the add-on manager changes the
+// ManifestWork, and every few minutes — and so puts the configuration's
+// Service, which this spoke cannot reach, back in the place of the URL.
+func keepPodEnvironment(ctx context.Context, client kubernetes.Interface, c *Component, ms secretMounts, injectorURL string) {
 	for {
 		time.Sleep(SecretSyncPeriod)
 		if exited, _ := c.Exited(); exited {
@@ -161,7 +169,37 @@ func (ms secretMounts) keepSynced(ctx context.Context, client kubernetes.Interfa
 			// last content meanwhile, as a kubelet's volume does.
 			_ = m.sync(ctx, client)
 		}
+		// A failed update (a conflict with the agent setting its caBundle)
+		// is retried on the next tick too.
+		_ = pointInjector(ctx, client, injectorURL)
 	}
+}
+
+// pointInjector points every webhook of the spoke's injector configuration
+// at url where it points elsewhere, keeping the rest (the agent's caBundle).
+func pointInjector(ctx context.Context, client kubernetes.Interface, url string) error {
+	want, err := InjectorWebhookConfiguration(url)
+	if err != nil {
+		return err
+	}
+	configs := client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	cfg, err := configs.Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	changed := false
+	for i := range cfg.Webhooks {
+		cc := &cfg.Webhooks[i].ClientConfig
+		if cc.Service != nil || cc.URL == nil || *cc.URL != url {
+			cc.Service, cc.URL = nil, ptr.To(url)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	_, err = configs.Update(ctx, cfg, metav1.UpdateOptions{})
+	return err
 }
 
 // sync writes each key of the Secret to a file of its name in m.dir, through

@@ -1,7 +1,9 @@
 // Package demo checks that `make demo` brings up what it promises: a hub and three managed
-// clusters whose agents report to the hub, the example Placements decided by fleetfit-hub on
-// the clusters that have the hardware, and every delivered pod Running on a node that has
-// what it asked for. It needs `make build` and `make tools`.
+// clusters joined by OCM's own registration, fleetfit-agent running as the OCM add-on with the
+// hub identity OCM issued it and reporting to the hub, its hardware facts in the clusters'
+// ClusterClaims, the example Placements decided by fleetfit-hub on the clusters that have the
+// hardware, and every delivered pod Running on a node that has what it asked for. It needs
+// `make build` and `make tools`.
 package demo
 
 import (
@@ -94,6 +96,11 @@ func TestDemoFleet(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Starting a hub and 3 managed clusters",
+		"cluster1, cluster2, cluster3 joined the hub as clusteradm join and accept do",
+		"$ bin/fleetfit install addon --kubeconfig " + filepath.Join(dir, "hub.kubeconfig"),
+		"$ bin/fleetfit addon enable --clusters cluster1,cluster2,cluster3 --kubeconfig " + filepath.Join(dir, "hub.kubeconfig"),
+		"Deploying fleetfit-agent add-on to managed cluster cluster3 (namespace fleetfit-agent).",
+		"cluster2: fleetfit-agent reports to the hub as system:open-cluster-management:cluster:cluster2:addon:fleetfit-agent:agent:",
 		"cluster3: nodes Ready: cpu-1 (-), qat-0 (4× intel.com/qat, QAT)",
 		"fleetfit-hub decided: ",
 		"Every delivered pod is Running",
@@ -104,6 +111,10 @@ func TestDemoFleet(t *testing.T) {
 		"render's pods run as guests of general-machine",
 		"$ bin/fleetfit get machinetypes -A",
 		"$ bin/fleetfit get clusters --kubeconfig " + filepath.Join(dir, "hub.kubeconfig"),
+		"OCM's registration agents report the ClusterClaims fleetfit-agent keeps, with every cluster's nodes",
+		"$ kubectl get managedclusteraddons -A",
+		"$ kubectl get managedcluster cluster1 -o jsonpath='{.status.clusterClaims}'",
+		"gpu-products.fleetfit.io             A100,NVIDIA-GeForce-RTX-3090",
 		"$ bin/fleetfit get placements -A",
 		"$ bin/fleetfit explain placement fwall -n demo",
 		"Pods delivered in namespace demo",
@@ -160,6 +171,9 @@ func checkFleet(t *testing.T, dir string) {
 	pods := 0
 	for _, cluster := range []string{"cluster1", "cluster2", "cluster3"} {
 		spoke := kubernetes.NewForConfigOrDie(load(cluster))
+		checkJoined(t, load("hub"), spoke, cluster)
+		checkAddOn(t, load("hub"), spoke, cluster)
+		checkClaims(t, load("hub"), spoke, cluster)
 		list, err := spoke.CoreV1().Pods(demo.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
