@@ -69,9 +69,12 @@ func New(client sigclient.Interface, ocm clusterinformers.SharedInformerFactory,
 		return nil, fmt.Errorf("adding a PlacementDecision event handler: %w", err)
 	}
 	c.remove = func() error { return di.Informer().RemoveEventHandler(decisionReg) }
-	// A mirror changed or deleted by someone else is written back.
+	// A mirror changed or deleted by someone else is written back. A mirror's arrival
+	// requeues it too: a sync that found none in the cache while the API server already had
+	// it (a create answered AlreadyExists) left the decision's newer state unwritten.
 	onMirror := func(m *sigv1alpha1.PlacementDecision) { c.queue.Add(m.Namespace + "/" + m.Name) }
 	mirrorReg, err := mi.Informer().AddEventHandler(handler.Funcs[*sigv1alpha1.PlacementDecision]{
+		Add:    onMirror,
 		Update: func(_, cur *sigv1alpha1.PlacementDecision) { onMirror(cur) },
 		Delete: onMirror,
 	})

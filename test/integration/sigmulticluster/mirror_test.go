@@ -83,10 +83,10 @@ func runHub(t *testing.T, args ...string) {
 
 // waitDecision waits until the placement's first OCM PlacementDecision decides exactly the
 // clusters, and returns it.
-func (e *env) waitDecision(placement string, clusters ...string) *clusterv1beta1.PlacementDecision {
-	e.t.Helper()
+func (e *env) waitDecision(t *testing.T, placement string, clusters ...string) *clusterv1beta1.PlacementDecision {
+	t.Helper()
 	var out *clusterv1beta1.PlacementDecision
-	framework.Eventually(e.t, func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		d, err := e.clusters.ClusterV1beta1().PlacementDecisions(e.ns).Get(ctx, placement+"-decision-1", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -132,9 +132,9 @@ func (e *env) wantMirror(d *clusterv1beta1.PlacementDecision, placement string, 
 
 // waitMirror waits until the SIG PlacementDecision named like want holds want's labels,
 // owners, decisions and scheduler name.
-func (e *env) waitMirror(want *sigv1alpha1.PlacementDecision) {
-	e.t.Helper()
-	framework.Eventually(e.t, func(ctx context.Context) error {
+func (e *env) waitMirror(t *testing.T, want *sigv1alpha1.PlacementDecision) {
+	t.Helper()
+	framework.Eventually(t, func(ctx context.Context) error {
 		got, err := e.sig.ApisV1alpha1().PlacementDecisions(e.ns).Get(ctx, want.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -177,7 +177,7 @@ func TestMirror(t *testing.T) {
 	if _, err := e.clusters.ClusterV1beta1().Placements(e.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := e.waitDecision("web", "mirror-a", "mirror-b")
+	d := e.waitDecision(t, "web", "mirror-a", "mirror-b")
 
 	// Without the CRD the hub schedules as usual and has nothing to mirror into.
 	apiext := apiextensionsclient.NewForConfigOrDie(fleet.Hub.AdminConfig())
@@ -187,7 +187,7 @@ func TestMirror(t *testing.T) {
 
 	// Installed while the hub runs: the existing decision is mirrored.
 	installSIGCRDs(t)
-	e.waitMirror(e.wantMirror(d, "web", "mirror-a", "mirror-b"))
+	e.waitMirror(t, e.wantMirror(d, "web", "mirror-a", "mirror-b"))
 
 	t.Run("a changed decision is mirrored", func(t *testing.T) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -202,8 +202,8 @@ func TestMirror(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := e.waitDecision("web", "mirror-b")
-		e.waitMirror(e.wantMirror(d, "web", "mirror-b"))
+		d := e.waitDecision(t, "web", "mirror-b")
+		e.waitMirror(t, e.wantMirror(d, "web", "mirror-b"))
 	})
 
 	t.Run("a mirror changed by hand is written back, its other labels kept", func(t *testing.T) {
@@ -223,7 +223,7 @@ func TestMirror(t *testing.T) {
 		}
 		want := e.wantMirror(d, "web", "mirror-b")
 		want.Labels["team"] = "web"
-		e.waitMirror(want)
+		e.waitMirror(t, want)
 	})
 
 	t.Run("a mirror deleted by hand comes back", func(t *testing.T) {
@@ -245,7 +245,7 @@ func TestMirror(t *testing.T) {
 			}
 			return nil
 		})
-		e.waitMirror(e.wantMirror(d, "web", "mirror-b"))
+		e.waitMirror(t, e.wantMirror(d, "web", "mirror-b"))
 	})
 
 	t.Run("the CRD removed and installed again", func(t *testing.T) {
@@ -253,8 +253,8 @@ func TestMirror(t *testing.T) {
 		if _, err := e.clusters.ClusterV1beta1().Placements(e.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		api := e.waitDecision("api", "mirror-a", "mirror-b")
-		e.waitMirror(e.wantMirror(api, "api", "mirror-a", "mirror-b"))
+		api := e.waitDecision(t, "api", "mirror-a", "mirror-b")
+		e.waitMirror(t, e.wantMirror(api, "api", "mirror-a", "mirror-b"))
 		crds := apiext.ApiextensionsV1().CustomResourceDefinitions()
 		if err := crds.Delete(ctx, "placementdecisions.multicluster.x-k8s.io", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -268,8 +268,8 @@ func TestMirror(t *testing.T) {
 		})
 		// Its objects went with it; once it is back, the hub writes them again.
 		installSIGCRDs(t)
-		e.waitMirror(e.wantMirror(api, "api", "mirror-a", "mirror-b"))
-		e.waitMirror(e.wantMirror(d, "web", "mirror-b"))
+		e.waitMirror(t, e.wantMirror(api, "api", "mirror-a", "mirror-b"))
+		e.waitMirror(t, e.wantMirror(d, "web", "mirror-b"))
 		if err := e.clusters.ClusterV1beta1().Placements(e.ns).Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func TestNoMirrorBesideOCM(t *testing.T) {
 			if _, err := e.clusters.ClusterV1beta1().Placements(e.ns).Create(ctx, tc.placement.Obj(), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			e.waitDecision("web", tc.ns+"-a")
+			e.waitDecision(t, "web", tc.ns+"-a")
 			// The decision exists, so a mirror would have been written by now or soon after.
 			framework.Consistently(t, 3*time.Second, func(ctx context.Context) error {
 				list, err := e.sig.ApisV1alpha1().PlacementDecisions(e.ns).List(ctx, metav1.ListOptions{
