@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -86,8 +87,7 @@ func applyManagedClusterAddOn(ctx context.Context, client addonclient.Interface,
 		ObjectMeta: metav1.ObjectMeta{Name: o.AddOn, Namespace: cluster, Annotations: o.Annotations, Labels: o.Labels},
 		Spec:       addonv1alpha1.ManagedClusterAddOnSpec{InstallNamespace: o.InstallNamespace},
 	}
-	// An update that changes nothing writes nothing, so enabling again
-	// leaves the object as it is.
+	// Enabling again as before writes nothing.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		got, err := addons.Get(ctx, o.AddOn, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -96,6 +96,10 @@ func applyManagedClusterAddOn(ctx context.Context, client addonclient.Interface,
 		}
 		if err != nil {
 			return err
+		}
+		if maps.Equal(got.Annotations, want.Annotations) && maps.Equal(got.Labels, want.Labels) &&
+			got.Spec.InstallNamespace == want.Spec.InstallNamespace { //nolint:staticcheck // what clusteradm sets
+			return nil // enabled as asked already: nothing to write
 		}
 		got.Annotations, got.Labels = want.Annotations, want.Labels
 		got.Spec.InstallNamespace = want.Spec.InstallNamespace //nolint:staticcheck // what clusteradm sets
@@ -118,6 +122,7 @@ func DisableAddOn(ctx context.Context, c AddOnClients, addon string, clusters []
 		return nil, err
 	}
 	if len(clusters) == 0 {
+		// Every managed cluster, as listed: none to check one by one.
 		list, err := c.Cluster.ClusterV1().ManagedClusters().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("listing managed clusters: %w", err)
@@ -125,10 +130,12 @@ func DisableAddOn(ctx context.Context, c AddOnClients, addon string, clusters []
 		for _, mc := range list.Items {
 			clusters = append(clusters, mc.Name)
 		}
-	}
-	clusters, err := managedClusters(ctx, c.Cluster, clusters)
-	if err != nil {
-		return nil, err
+		slices.Sort(clusters)
+	} else {
+		var err error
+		if clusters, err = managedClusters(ctx, c.Cluster, clusters); err != nil {
+			return nil, err
+		}
 	}
 	found := map[string]bool{}
 	for _, cluster := range clusters {
