@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fleetfit/fleetfit/pkg/apiserved"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -156,19 +158,14 @@ func DisableAddOn(ctx context.Context, c AddOnClients, addon string, clusters []
 // hub, and the add-on's objects would mean nothing there.
 func checkHub(disc discovery.DiscoveryInterface) error {
 	gv := clusterv1.GroupVersion.String()
-	resources, err := disc.ServerResourcesForGroupVersion(gv)
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("this cluster is not an Open Cluster Management hub: it serves no %s", gv)
-	}
+	served, err := apiserved.Served(disc, gv, "managedclusters")
 	if err != nil {
-		return fmt.Errorf("discovering %s: %w", gv, err)
+		return err
 	}
-	for _, r := range resources.APIResources {
-		if r.Name == "managedclusters" {
-			return nil
-		}
+	if !served {
+		return fmt.Errorf("this cluster is not an Open Cluster Management hub: it serves no managedclusters in %s", gv)
 	}
-	return fmt.Errorf("this cluster is not an Open Cluster Management hub: it serves no managedclusters in %s", gv)
+	return nil
 }
 
 // managedClusters returns names sorted and without repeats, after checking

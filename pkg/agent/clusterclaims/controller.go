@@ -8,6 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetfit/fleetfit/pkg/conflict"
+
+	"github.com/fleetfit/fleetfit/pkg/apiserved"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -178,7 +182,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	if err != nil {
 		logger := klog.FromContext(ctx)
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		if conflict.Only(err) {
 			logger.V(2).Info("Cluster claims changed while writing them, will write again", "err", err)
 		} else {
 			logger.Error(err, "Writing cluster claims failed, will retry")
@@ -252,14 +256,6 @@ func (c *Controller) sync(ctx context.Context, desired []Claim) (wrote bool, err
 
 // Served reports whether the cluster serves ClusterClaims, whose CRD comes
 // with OCM's klusterlet (or fleetfit install crds --side spoke).
-func Served(d discovery.DiscoveryInterface) (bool, error) {
-	gv := clusterv1alpha1.GroupVersion.String()
-	list, err := d.ServerResourcesForGroupVersion(gv)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("looking up %s: %w", gv, err)
-	}
-	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "clusterclaims" }), nil
+func Served(d discovery.ServerResourcesInterface) (bool, error) {
+	return apiserved.Served(d, clusterv1alpha1.GroupVersion.String(), "clusterclaims")
 }
