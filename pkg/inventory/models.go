@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
@@ -57,4 +58,32 @@ func AmountsByModel(st *v1alpha1.ClusterInventoryStatus, resource corev1.Resourc
 	}
 	slices.SortFunc(out, func(a, b ModelAmount) int { return cmp.Compare(a.Model, b.Model) })
 	return out
+}
+
+// Device is a device resource whose nodes are labelled with their model.
+type Device struct {
+	Resource   corev1.ResourceName
+	ModelLabel string
+}
+
+// GPUs are the GPU device resources, each with the label its vendor's feature discovery puts
+// the model in: what `fleetfit get clusters` shows per model and the agent's gpu-products
+// ClusterClaim names.
+var GPUs = []Device{
+	{"nvidia.com/gpu", "nvidia.com/gpu.product"},
+	{"amd.com/gpu", "amd.com/gpu.product"},
+	{"gpu.intel.com/i915", "gpu.intel.com/device-id"},
+}
+
+// LargestAllocatable is the most of name that one node of the report has allocatable, among
+// its schedulable nodes only when schedulableOnly is set; zero when none has any.
+func LargestAllocatable(st *v1alpha1.ClusterInventoryStatus, name corev1.ResourceName, schedulableOnly bool) resource.Quantity {
+	var largest resource.Quantity
+	for i := range st.NodeShapes {
+		s := &st.NodeShapes[i]
+		if q, ok := s.Allocatable[name]; ok && (s.Schedulable || !schedulableOnly) && q.Cmp(largest) > 0 {
+			largest = q.DeepCopy()
+		}
+	}
+	return largest
 }

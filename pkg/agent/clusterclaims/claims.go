@@ -10,8 +10,8 @@
 // written at most once per Options.MinInterval (30s by default):
 //
 //   - node-count.fleetfit.io: the number of nodes, e.g. "12".
-//   - gpu-products.fleetfit.io: the GPU models of the nodes (their
-//     nvidia.com/gpu.product and amd.com/gpu.product labels), sorted and
+//   - gpu-products.fleetfit.io: the GPU models of the nodes (the model labels
+//     of inventory.GPUs, nvidia.com/gpu.product among them), sorted and
 //     comma-separated, e.g. "A100,Tesla-T4"; absent without GPUs.
 //   - resources.fleetfit.io: compact JSON with, per resource, the cluster's
 //     allocatable total and the largest allocatable of one node, as Kubernetes
@@ -47,7 +47,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
@@ -81,7 +80,13 @@ const (
 )
 
 // gpuProductLabels are the node labels that name a node's GPU model.
-var gpuProductLabels = []string{"nvidia.com/gpu.product", "amd.com/gpu.product"}
+var gpuProductLabels = func() []string {
+	out := make([]string, 0, len(inventory.GPUs))
+	for _, d := range inventory.GPUs {
+		out = append(out, d.ModelLabel)
+	}
+	return out
+}()
 
 // nfdPrefix is Node Feature Discovery's label prefix, left out of claim names
 // because every NFD feature shares it.
@@ -234,7 +239,8 @@ func resourcesValue(st *v1alpha1.ClusterInventoryStatus) string {
 		for _, t := range st.Resources {
 			if slices.Contains(names, t.Name) {
 				v.Allocatable[t.Name] = t.Allocatable.String()
-				v.LargestNode[t.Name] = largestNode(st, t.Name)
+				largest := inventory.LargestAllocatable(st, t.Name, false)
+				v.LargestNode[t.Name] = largest.String()
 			}
 		}
 		// Maps marshal with sorted keys, so the value is stable.
@@ -244,15 +250,4 @@ func resourcesValue(st *v1alpha1.ClusterInventoryStatus) string {
 		}
 	}
 	return ""
-}
-
-// largestNode is the largest allocatable of name on one node of any shape.
-func largestNode(st *v1alpha1.ClusterInventoryStatus, name corev1.ResourceName) string {
-	var largest resource.Quantity
-	for _, s := range st.NodeShapes {
-		if q, ok := s.Allocatable[name]; ok && q.Cmp(largest) > 0 {
-			largest = q.DeepCopy()
-		}
-	}
-	return largest.String()
 }

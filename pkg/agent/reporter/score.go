@@ -75,7 +75,7 @@ func Scores(st *v1alpha1.ClusterInventoryStatus, ref ScoreReference) []clusterv1
 		}
 		nodeRef, ok := ref.Node[r.name]
 		if !ok {
-			nodeRef = largestNodeAllocatable(st, r.name)
+			nodeRef = inventory.LargestAllocatable(st, r.name, true)
 		}
 		best, _ := view.FreeOnBestNode(r.name, anyNode)
 		items = append(items,
@@ -84,16 +84,6 @@ func Scores(st *v1alpha1.ClusterInventoryStatus, ref ScoreReference) []clusterv1
 		)
 	}
 	return items
-}
-
-func largestNodeAllocatable(st *v1alpha1.ClusterInventoryStatus, name corev1.ResourceName) resource.Quantity {
-	var largest resource.Quantity
-	for _, s := range st.NodeShapes {
-		if q, ok := s.Allocatable[name]; ok && s.Schedulable && q.Cmp(largest) > 0 {
-			largest = q.DeepCopy()
-		}
-	}
-	return largest
 }
 
 // linearScore is the mapping documented on Scores. A ratio is a score, not

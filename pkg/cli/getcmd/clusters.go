@@ -24,19 +24,6 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/simulate"
 )
 
-// device is a device resource shown per model, with the node label naming the model.
-type device struct {
-	resource   corev1.ResourceName
-	modelLabel string
-}
-
-// gpuResources are the devices of the GPU column.
-var gpuResources = []device{
-	{"nvidia.com/gpu", "nvidia.com/gpu.product"},
-	{"amd.com/gpu", "amd.com/gpu.product"},
-	{"gpu.intel.com/i915", "gpu.intel.com/device-id"},
-}
-
 // featurePrefixes are stripped from feature labels to name them briefly.
 var featurePrefixes = []string{"feature.node.kubernetes.io/cpu-cpuid.", "feature.node.kubernetes.io/"}
 
@@ -215,9 +202,9 @@ func freeOfAllocatable(st *fleetfitv1alpha1.ClusterInventoryStatus, name corev1.
 
 func gpus(st *fleetfitv1alpha1.ClusterInventoryStatus) string {
 	var parts []string
-	for _, g := range gpuResources {
-		for _, m := range inventory.AmountsByModel(st, g.resource, g.modelLabel) {
-			parts = append(parts, fmt.Sprintf("%s %d/%d", output.Or(m.Model, string(g.resource)), m.Free, m.Allocatable))
+	for _, g := range inventory.GPUs {
+		for _, m := range inventory.AmountsByModel(st, g.Resource, g.ModelLabel) {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", output.Or(m.Model, string(g.Resource)), m.Free, m.Allocatable))
 		}
 	}
 	return output.Or(strings.Join(parts, ", "), "-")
@@ -225,7 +212,7 @@ func gpus(st *fleetfitv1alpha1.ClusterInventoryStatus) string {
 
 // isDevice reports whether name is a device resource shown in the GPU column.
 func isDevice(name corev1.ResourceName) bool {
-	return slices.ContainsFunc(gpuResources, func(d device) bool { return d.resource == name })
+	return slices.ContainsFunc(inventory.GPUs, func(d inventory.Device) bool { return d.Resource == name })
 }
 
 // features names the node features of the inventory: feature labels set to "true" (without
