@@ -53,8 +53,8 @@ type Join struct {
 	// Took is how long the join took, from the first process started to the
 	// last cluster Available (work agents not included).
 	Took time.Duration
-	// stopChecks ends the certificate checks JoinOptions.CertificateCheckPeriod started.
-	stopChecks context.CancelFunc
+	// checks are the loops JoinOptions.CertificateCheckPeriod started, one per spoke.
+	checks []*certificateChecks
 }
 
 // JoinSpokes makes every spoke a managed cluster of the hub the way OCM's
@@ -107,10 +107,8 @@ func (f *Fleet) JoinSpokes(ctx context.Context, opts JoinOptions) (*Join, error)
 	}
 	j.Took = time.Since(start)
 	if opts.CertificateCheckPeriod > 0 {
-		checks, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		j.stopChecks = cancel
 		for _, spoke := range f.Spokes {
-			go touchCertificateSecrets(checks, spoke, opts.CertificateCheckPeriod)
+			j.checks = append(j.checks, startCertificateChecks(ctx, spoke, opts.CertificateCheckPeriod))
 		}
 	}
 	if opts.WorkAgents {
@@ -146,6 +144,37 @@ func (f *Fleet) joinSpoke(ctx context.Context, spoke *ControlPlane, name string,
 	return agent, WaitClusterJoined(ctx, f.Hub, name)
 }
 
+// certificateChecks is a loop of touchCertificateSecrets, stopped with its
+// spoke or by Join.Stop.
+type certificateChecks struct {
+	spoke  *ControlPlane
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startCertificateChecks runs touchCertificateSecrets on spoke until the
+// spoke stops or the returned loop is stopped; it outlives ctx's
+// cancellation, as the processes of the join do.
+func startCertificateChecks(ctx context.Context, spoke *ControlPlane, period time.Duration) *certificateChecks {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &certificateChecks{spoke: spoke, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		touchCertificateSecrets(ctx, spoke, period)
+	}()
+	if err := spoke.attach(l); err != nil {
+		l.Stop() // the spoke is stopping already
+	}
+	return l
+}
+
+// Stop ends the loop and waits for it.
+func (l *certificateChecks) Stop() {
+	l.cancel()
+	<-l.done
+	l.spoke.detach(l)
+}
+
 // touchCertificateSecrets annotates, every period until ctx ends, the
 // Secrets in which spoke's registration agent keeps client certificates: the
 // cluster's (HubKubeconfigSecret) and each add-on's (<add-on>-hub-kubeconfig,
@@ -175,8 +204,8 @@ func touchCertificateSecrets(ctx context.Context, spoke *ControlPlane, period ti
 
 // Stop stops every process of the join.
 func (j *Join) Stop() {
-	if j.stopChecks != nil {
-		j.stopChecks()
+	for _, l := range j.checks {
+		l.Stop()
 	}
 	for _, c := range j.components() {
 		c.Stop()
