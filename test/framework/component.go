@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -228,4 +229,50 @@ func writeUserKubeconfig(cp *ControlPlane, dir, name, userName string, groups ..
 	}
 	path := filepath.Join(dir, name)
 	return path, os.WriteFile(path, b, 0o600)
+}
+
+// Usage is what a component's process has used so far: its peak resident memory and the CPU
+// time it has spent, in user and system mode, as the kernel counts them.
+type Usage struct {
+	PeakRSS int64 // bytes
+	CPU     time.Duration
+}
+
+// Usage reads the component's usage from /proc (Linux only). It fails once the process has
+// exited.
+func (c *Component) Usage() (Usage, error) {
+	pid := c.proc.cmd.Process.Pid
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	var u Usage
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return Usage{}, fmt.Errorf("/proc/%d/status: %q: %w", pid, line, err)
+			}
+			u.PeakRSS = kb << 10
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces: utime and
+	// stime are the 12th and 13th of them, in clock ticks (100 per second on Linux).
+	_, after, ok := strings.Cut(string(stat), ") ")
+	fields := strings.Fields(after)
+	if !ok || len(fields) < 13 {
+		return Usage{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, stat)
+	}
+	for _, f := range fields[11:13] {
+		ticks, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return Usage{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		u.CPU += time.Duration(ticks) * (time.Second / 100)
+	}
+	return u, nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -120,33 +121,13 @@ func RestartHubProcess(ctx context.Context, hub *Component) error {
 // StartHubProcess, read as hub's admin. found is false when the hub serves no
 // such metric.
 func HubMetrics(ctx context.Context, hub *ControlPlane, c *Component, name string) (value float64, found bool, err error) {
-	cfg := hub.AdminConfig()
-	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	body, err := HubGet(ctx, hub, c, "/metrics")
 	if err != nil {
 		return 0, false, err
 	}
-	client := &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			// The hub serves a certificate it made for itself, signed by no CA the test knows.
-			InsecureSkipVerify: true, //nolint:gosec // loopback, test only
-		}},
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+c.Addr()+"/metrics", nil)
-	if err != nil {
-		return 0, false, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, false, fmt.Errorf("reading the metrics of %s: %w", c.Name(), err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, false, fmt.Errorf("reading the metrics of %s: %s", c.Name(), resp.Status)
-	}
+	defer body.Close()
 	// The text exposition format: "name value" or "name{labels} value", comments with "#".
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
@@ -176,4 +157,37 @@ func HubMetrics(ctx context.Context, hub *ControlPlane, c *Component, name strin
 		return 0, false, fmt.Errorf("reading the metrics of %s: %w", c.Name(), err)
 	}
 	return value, found, nil
+}
+
+// HubGet reads path from the HTTPS endpoint of a fleetfit-hub started with StartHubProcess,
+// as hub's admin, and returns the body of a 200 answer; the caller closes it.
+func HubGet(ctx context.Context, hub *ControlPlane, c *Component, path string) (io.ReadCloser, error) {
+	cfg := hub.AdminConfig()
+	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{
+		Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			// The hub serves a certificate it made for itself, signed by no CA the test knows.
+			InsecureSkipVerify: true, //nolint:gosec // loopback, test only
+		}},
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		client.Timeout = 10 * time.Second
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+c.Addr()+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s of %s: %w", path, c.Name(), err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("reading %s of %s: %s", path, c.Name(), resp.Status)
+	}
+	return resp.Body, nil
 }

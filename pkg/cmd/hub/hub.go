@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,7 +125,13 @@ func NewCommand() *cobra.Command {
 			return o.Run(c.Context())
 		},
 	}
-	fs := c.Flags()
+	o.AddFlags(c.Flags())
+	cmd.AddLogFlags(c)
+	return c
+}
+
+// AddFlags adds the hub's flags, serving included, to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placementmode.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
 	fs.BoolVar(&o.SIGPlacementDecisions, "sig-placement-decisions", o.SIGPlacementDecisions, "with --placements all, mirror every PlacementDecision into the SIG-Multicluster PlacementDecision API (multicluster.x-k8s.io/v1alpha1) whenever its CRD is installed on the hub, as OCM's placement controller does with its SIGPlacementDecision feature; with --placements annotated, OCM's controller keeps doing it")
@@ -141,8 +148,6 @@ func NewCommand() *cobra.Command {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader retries renewing before giving up leadership")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "time between leader election attempts")
 	o.Serving.AddFlags(fs)
-	cmd.AddLogFlags(c)
-	return c
 }
 
 // Validate checks the options.

@@ -5,17 +5,22 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	goruntime "runtime"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/server"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	apimux "k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/server/routes"
 
 	"github.com/fleetfit/fleetfit/pkg/candidates"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
@@ -23,14 +28,20 @@ import (
 )
 
 // ServingOptions configure the hub's HTTPS endpoint: explain and dry-run under
-// /debug/placements/, allocation candidates under /allocation_candidates, EMCO's HPA intent API under /v2/, Prometheus metrics under /metrics,
-// and /healthz. Callers are
-// authenticated by the hub API server (client certificates and TokenReview) and authorised with
-// SubjectAccessReviews, as kube-scheduler's secure port does.
+// /debug/placements/, allocation candidates under /allocation_candidates, EMCO's HPA intent
+// API under /v2/, Prometheus metrics under /metrics, Go's profiles under /debug/pprof/
+// (--profiling), and /healthz. Callers are authenticated by the hub API server (client
+// certificates and TokenReview) and authorised with SubjectAccessReviews, as kube-scheduler's
+// secure port does.
 type ServingOptions struct {
 	SecureServing  *options.SecureServingOptions
 	Authentication *options.DelegatingAuthenticationOptions
 	Authorization  *options.DelegatingAuthorizationOptions
+	// Profiling serves Go's pprof profiles under /debug/pprof/ to callers allowed "get" on
+	// that path (nonResourceURLs), as kube-scheduler's --profiling does; ContentionProfiling
+	// also records where goroutines block.
+	Profiling           bool
+	ContentionProfiling bool
 }
 
 // NewServingOptions returns the defaults: port 9443 with a self-signed certificate.
@@ -42,6 +53,7 @@ func NewServingOptions() *ServingOptions {
 	}
 	s.SecureServing.BindPort = 9443
 	s.SecureServing.ServerCert.PairName = "fleetfit-hub"
+	s.Profiling = true
 	return s
 }
 
@@ -50,6 +62,8 @@ func (s *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 	s.SecureServing.AddFlags(fs)
 	s.Authentication.AddFlags(fs)
 	s.Authorization.AddFlags(fs)
+	fs.BoolVar(&s.Profiling, "profiling", s.Profiling, "serve Go's pprof profiles at /debug/pprof/ on the secure port, to callers allowed to get that path")
+	fs.BoolVar(&s.ContentionProfiling, "contention-profiling", s.ContentionProfiling, "with --profiling, also record where goroutines block on locks and channels")
 }
 
 // serve starts the HTTPS server and returns once it listens; it stops when ctx ends.
@@ -75,7 +89,10 @@ func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *pla
 		return fmt.Errorf("delegated authorization: %w", err)
 	}
 
-	codecs := serializer.NewCodecFactory(runtime.NewScheme())
+	// Errors (401, 403) are written as a metav1.Status, which the scheme must know.
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	codecs := serializer.NewCodecFactory(scheme)
 	resolver := &apirequest.RequestInfoFactory{APIPrefixes: nil, GrouplessAPIPrefixes: nil}
 
 	general := http.NewServeMux()
@@ -90,6 +107,14 @@ func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *pla
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	if s.Profiling {
+		profiles := apimux.NewPathRecorderMux("fleetfit-hub-profiling")
+		routes.Profiling{}.Install(profiles)
+		general.Handle("/debug/pprof/", profiles)
+		if s.ContentionProfiling {
+			goruntime.SetBlockProfileRate(1)
+		}
+	}
 	authorised := genericapifilters.WithAuthorization(general, authz.Authorizer, codecs)
 
 	mux := http.NewServeMux()

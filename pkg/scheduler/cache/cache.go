@@ -55,7 +55,12 @@ type Cache struct {
 	// staleAfter is how old an inventory may be and still describe its cluster.
 	staleAfter time.Duration
 
-	snap *framework.Snapshot
+	// snap is the last snapshot, nil when the next must be built anew; infosChanged and
+	// decidedChanged name the clusters and placements that changed since snap in ways that
+	// Snapshot.Update applies to it.
+	snap           *framework.Snapshot
+	infosChanged   map[string]struct{}
+	decidedChanged map[string]struct{}
 
 	// intents are the compiled HPAIntents that snapshots hand to their readers.
 	intents compiledIntents
@@ -82,6 +87,9 @@ func New() *Cache {
 		clusterIndex: map[string]map[string]int{},
 		staleAfter:   framework.InventoryStaleAfter,
 		intents:      compiledIntents{m: map[types.UID]*hpa.Intent{}},
+
+		infosChanged:   map[string]struct{}{},
+		decidedChanged: map[string]struct{}{},
 	}
 }
 
@@ -105,6 +113,7 @@ func InventoryName(inv *fleetfitv1alpha1.ClusterInventory) bool {
 	return inv.Name == inv.Namespace
 }
 
+// changed makes the next snapshot a new one, built from scratch.
 func (c *Cache) changed() { c.snap = nil }
 
 // Snapshot returns the current snapshot, rebuilding it if anything changed.
@@ -116,8 +125,28 @@ func (c *Cache) Snapshot() *framework.Snapshot {
 
 func (c *Cache) snapshotLocked() *framework.Snapshot {
 	if c.snap != nil {
+		if len(c.infosChanged) == 0 && len(c.decidedChanged) == 0 {
+			return c.snap
+		}
+		// Only some clusters' inputs other than their labels, or some placements' decisions,
+		// changed: the last snapshot is updated, not rebuilt, so that a cycle after each
+		// write costs no walk over the fleet.
+		u := framework.SnapshotUpdate{Decided: make(map[string][]string, len(c.decidedChanged))}
+		for name := range c.infosChanged {
+			if _, ok := c.clusters[name]; ok {
+				u.Clusters = append(u.Clusters, c.info(name))
+			}
+		}
+		for key := range c.decidedChanged {
+			u.Decided[key] = c.decidedClusters(key)
+		}
+		clear(c.infosChanged)
+		clear(c.decidedChanged)
+		c.snap = c.snap.Update(u)
 		return c.snap
 	}
+	clear(c.infosChanged)
+	clear(c.decidedChanged)
 	if c.sorted == nil {
 		c.sorted = slices.Sorted(maps.Keys(c.clusters))
 	}
@@ -129,14 +158,7 @@ func (c *Cache) snapshotLocked() *framework.Snapshot {
 		Intents:  c,
 	}
 	for _, name := range c.sorted {
-		info := c.infos[name]
-		if info == nil {
-			info = framework.NewClusterInfo(c.clusters[name], c.scores[name], c.inventories[name])
-			info.Reservations = c.reservations[name]
-			info.StaleAfter = c.staleAfter
-			c.infos[name] = info
-		}
-		in.Clusters = append(in.Clusters, info)
+		in.Clusters = append(in.Clusters, c.info(name))
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.sets)) {
 		in.Sets = append(in.Sets, c.sets[name])
@@ -144,22 +166,44 @@ func (c *Cache) snapshotLocked() *framework.Snapshot {
 	for ns, names := range c.bindings {
 		in.Bindings[ns] = slices.Sorted(maps.Keys(names))
 	}
-	for key, decisionNames := range c.byKey {
-		clusters, ok := c.decided[key]
-		if !ok {
-			seen := map[string]struct{}{}
-			for d := range decisionNames {
-				for _, cl := range c.decisions[d].clusters {
-					seen[cl] = struct{}{}
-				}
-			}
-			clusters = slices.Sorted(maps.Keys(seen))
-			c.decided[key] = clusters
-		}
-		in.Decided[key] = clusters
+	for key := range c.byKey {
+		in.Decided[key] = c.decidedClusters(key)
 	}
 	c.snap = framework.NewSnapshot(in)
 	return c.snap
+}
+
+// info returns the info of a cached cluster, building it when its inputs changed.
+func (c *Cache) info(name string) *framework.ClusterInfo {
+	info := c.infos[name]
+	if info == nil {
+		info = framework.NewClusterInfo(c.clusters[name], c.scores[name], c.inventories[name])
+		info.Reservations = c.reservations[name]
+		info.StaleAfter = c.staleAfter
+		c.infos[name] = info
+	}
+	return info
+}
+
+// decidedClusters returns the clusters in the decisions of the placement with this key,
+// sorted, or nil when it has no decisions.
+func (c *Cache) decidedClusters(key string) []string {
+	decisionNames, ok := c.byKey[key]
+	if !ok {
+		return nil
+	}
+	clusters, ok := c.decided[key]
+	if !ok {
+		seen := map[string]struct{}{}
+		for d := range decisionNames {
+			for _, cl := range c.decisions[d].clusters {
+				seen[cl] = struct{}{}
+			}
+		}
+		clusters = slices.Sorted(maps.Keys(seen))
+		c.decided[key] = clusters
+	}
+	return clusters
 }
 
 // Cluster returns the cached cluster.
@@ -174,11 +218,18 @@ func (c *Cache) Cluster(name string) (*clusterv1.ManagedCluster, bool) {
 func (c *Cache) UpsertCluster(cl *clusterv1.ManagedCluster) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.clusters[cl.Name]; !ok {
+	old, ok := c.clusters[cl.Name]
+	if !ok {
 		c.sorted = nil
 	}
 	c.clusters[cl.Name] = cl
 	delete(c.infos, cl.Name)
+	if ok && maps.Equal(old.Labels, cl.Labels) {
+		// Its status changed (conditions, claims, resources): cluster-set membership, the
+		// only thing a snapshot derives from clusters beyond their infos, stays.
+		c.infosChanged[cl.Name] = struct{}{}
+		return
+	}
 	c.changed()
 }
 
@@ -328,7 +379,7 @@ func (c *Cache) DeleteInventory(inv *fleetfitv1alpha1.ClusterInventory) {
 func (c *Cache) clusterInputChanged(cluster string) {
 	if _, ok := c.clusters[cluster]; ok {
 		delete(c.infos, cluster)
-		c.changed()
+		c.infosChanged[cluster] = struct{}{}
 	}
 }
 
@@ -412,7 +463,7 @@ func (c *Cache) UpsertDecision(d *clusterv1beta1.PlacementDecision) {
 		c.clusterIndex[cl][key]++
 	}
 	delete(c.decided, key)
-	c.changed()
+	c.decidedChanged[key] = struct{}{}
 }
 
 // DeleteDecision forgets a PlacementDecision.
@@ -422,7 +473,6 @@ func (c *Cache) DeleteDecision(namespace, name string) {
 	defer c.mu.Unlock()
 	if old, ok := c.decisions[id]; ok {
 		c.forgetDecision(id, old)
-		c.changed()
 	}
 }
 
@@ -441,6 +491,7 @@ func (c *Cache) forgetDecision(id string, old decisionEntry) {
 		delete(c.byKey, old.placementKey)
 	}
 	delete(c.decided, old.placementKey)
+	c.decidedChanged[old.placementKey] = struct{}{}
 }
 
 // DecidedBy returns the keys of the placements whose decisions hold the cluster.

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -98,16 +99,23 @@ func (c *ClusterInfo) InventoryAge(now time.Time) (time.Duration, bool) {
 // name, and results never depend on map order.
 type Snapshot struct {
 	clusters []*ClusterInfo
-	index    map[string]int
-
-	sets     map[string]*Bitset
-	setObjs  map[string]*clusterv1beta2.ManagedClusterSet
-	bindings map[string][]string
+	*fleetIndex
 
 	decisionCount []int32
 	decided       map[string][]string
 
 	intents IntentCompiler
+}
+
+// fleetIndex is what a snapshot derives from the clusters' names and labels and from the
+// cluster sets and bindings. Snapshots that differ only in decisions, or in clusters' other
+// inputs (status, scores, inventory, reservations), share it (see Update).
+type fleetIndex struct {
+	index map[string]int
+
+	sets     map[string]*Bitset
+	setObjs  map[string]*clusterv1beta2.ManagedClusterSet
+	bindings map[string][]string
 }
 
 // SnapshotInput is everything a snapshot is built from. Decided maps a placement key
@@ -128,12 +136,14 @@ type SnapshotInput struct {
 func NewSnapshot(in SnapshotInput) *Snapshot {
 	s := &Snapshot{
 		clusters: slices.Clone(in.Clusters),
-		index:    make(map[string]int, len(in.Clusters)),
-		sets:     make(map[string]*Bitset, len(in.Sets)),
-		setObjs:  make(map[string]*clusterv1beta2.ManagedClusterSet, len(in.Sets)),
-		bindings: in.Bindings,
-		decided:  in.Decided,
-		intents:  in.Intents,
+		fleetIndex: &fleetIndex{
+			index:    make(map[string]int, len(in.Clusters)),
+			sets:     make(map[string]*Bitset, len(in.Sets)),
+			setObjs:  make(map[string]*clusterv1beta2.ManagedClusterSet, len(in.Sets)),
+			bindings: in.Bindings,
+		},
+		decided: in.Decided,
+		intents: in.Intents,
 	}
 	less := func(a, b *ClusterInfo) int { return strings.Compare(a.Name(), b.Name()) }
 	if !slices.IsSortedFunc(s.clusters, less) {
@@ -156,13 +166,59 @@ func NewSnapshot(in SnapshotInput) *Snapshot {
 	}
 	s.decisionCount = make([]int32, n)
 	for _, names := range in.Decided {
-		for _, name := range names {
-			if i, ok := s.index[name]; ok {
-				s.decisionCount[i]++
+		s.countDecided(names, 1)
+	}
+	return s
+}
+
+// SnapshotUpdate is what changed since a snapshot, for Update.
+type SnapshotUpdate struct {
+	// Clusters replace the infos of clusters of the same name whose labels are unchanged.
+	Clusters []*ClusterInfo
+	// Decided holds the clusters now in the decisions of each placement whose decisions
+	// changed; nil means the placement has no decisions any more.
+	Decided map[string][]string
+}
+
+// Update returns a snapshot of the same fleet with u applied, as NewSnapshot would build it
+// from the updated input, without evaluating cluster-set membership again: the new snapshot
+// shares the fleet's index with s, and s is unchanged. An info for a cluster s does not hold
+// is ignored; the caller rebuilds with NewSnapshot when clusters come, go or change labels.
+func (s *Snapshot) Update(u SnapshotUpdate) *Snapshot {
+	next := *s
+	if len(u.Clusters) > 0 {
+		next.clusters = slices.Clone(s.clusters)
+		for _, info := range u.Clusters {
+			if i, ok := s.index[info.Name()]; ok {
+				next.clusters[i] = info
 			}
 		}
 	}
-	return s
+	if len(u.Decided) > 0 {
+		next.decided = maps.Clone(s.decided)
+		if next.decided == nil {
+			next.decided = make(map[string][]string, len(u.Decided))
+		}
+		next.decisionCount = slices.Clone(s.decisionCount)
+		for key, names := range u.Decided {
+			next.countDecided(s.decided[key], -1)
+			next.countDecided(names, 1)
+			if names == nil {
+				delete(next.decided, key)
+			} else {
+				next.decided[key] = names
+			}
+		}
+	}
+	return &next
+}
+
+func (s *Snapshot) countDecided(names []string, delta int32) {
+	for _, name := range names {
+		if i, ok := s.index[name]; ok {
+			s.decisionCount[i] += delta
+		}
+	}
 }
 
 // setSelector returns the membership test of a ManagedClusterSet, with OCM's own semantics

@@ -1,22 +1,35 @@
-// Package placement measures, end to end on a real hub API server, how long fleetfit-hub and
+// Package placement measures, end to end on a real hub API server, how fast fleetfit-hub and
 // OCM's own placement controller (built from open-cluster-management.io/ocm by `make tools`)
-// take to satisfy the same Placements over the same fleet. Run it with `make bench-e2e`.
+// satisfy the same Placements over the same fleet, against the API server's write floor: a
+// client that does nothing but the writes fleetfit does for each placement (create its
+// PlacementDecision, write the decision list, write the Placement's status), with fleetfit's
+// concurrency and client rate. Run it with `make bench-e2e`.
 //
-// Each scheduler gets a fresh hub with the same objects: FLEETFIT_BENCH_CLUSTERS managed
-// clusters (default 2,000; labels, claims, 5% tainted NoSelect) in one cluster set bound to
-// ten namespaces, and FLEETFIT_BENCH_PLACEMENTS Placements (default 1,000; a label predicate,
-// numberOfClusters 1..10, some tolerating the taint). The clock starts when the scheduler
-// starts and stops when every Placement has PlacementSatisfied=True. Both schedulers talk to
-// the API server at the same client rate, FLEETFIT_BENCH_QPS (default 50 — both their
-// defaults — with a burst of twice that); at 50 both are mostly waiting for their rate
-// limiter, so a higher rate shows the schedulers' own cost.
+// Each run gets a fresh hub with the same objects: managed clusters (labels, 5% tainted
+// NoSelect) in one cluster set bound to ten namespaces, and Placements (a label predicate,
+// numberOfClusters 1..10, some tolerating the taint), all created before the scheduler starts
+// (a backlog). The clock starts when the scheduler starts and stops when every Placement has
+// PlacementSatisfied=True. Sizes: 2,000 clusters × 1,000 placements, and with
+// FLEETFIT_BENCH_LARGE=1 also 10,000 × 5,000; or one size of FLEETFIT_BENCH_CLUSTERS ×
+// FLEETFIT_BENCH_PLACEMENTS.
+//
+// fleetfit-hub runs as a process with its default flags (plus FLEETFIT_BENCH_HUB_ARGS, split on
+// spaces, for experiments); OCM's controller with --kube-api-qps FLEETFIT_BENCH_OCM_QPS (default
+// 1,000, burst twice that), since at its default of 50 it mostly waits for its rate limiter.
+// FLEETFIT_BENCH_SCHEDULERS (default "fleetfit,ocm,floor") picks which run. With
+// FLEETFIT_BENCH_PROFILE=<dir>, fleetfit-hub's CPU profile of the first
+// FLEETFIT_BENCH_PROFILE_SECONDS (default 5) and its heap at the end are written there, read
+// from its --profiling endpoint.
 package placement
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,9 +39,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
@@ -37,12 +55,14 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/install"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
+	"github.com/spf13/pflag"
 )
 
 func TestMain(m *testing.M) {
-	// Both schedulers list their caches the classic way: OCM's client-go (v0.34) does not
-	// stream lists, and fleetfit's (v0.35) would, which on a fresh API server waits about a
-	// second for the first bookmark and would time that wait instead of scheduling.
+	// Every client here lists the classic way: OCM's client-go (v0.34) does not stream
+	// lists, and fleetfit's (v0.35) would, which on a fresh API server waits about a second
+	// for the first bookmark and would time that wait instead of scheduling. The variable is
+	// inherited by the fleetfit-hub process.
 	os.Setenv("KUBE_FEATURE_WatchListClient", "false")
 	framework.Main(m)
 }
@@ -58,32 +78,72 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// BenchmarkPlacementEndToEnd reports seconds until every Placement is satisfied, for
-// fleetfit and for OCM, and the ratio.
-func BenchmarkPlacementEndToEnd(b *testing.B) {
-	clusters := envInt("FLEETFIT_BENCH_CLUSTERS", 2000)
-	placements := envInt("FLEETFIT_BENCH_PLACEMENTS", 1000)
-	qps := envInt("FLEETFIT_BENCH_QPS", 50)
-	results := map[string]float64{}
-	for _, sched := range []string{"fleetfit", "ocm"} {
-		b.Run(sched, func(b *testing.B) {
-			var total time.Duration
-			for range b.N {
-				total += runOnce(b, sched, clusters, placements, qps)
-			}
-			secs := total.Seconds() / float64(b.N)
-			results[sched] = secs
-			b.ReportMetric(secs, "s-to-satisfy")
-			b.ReportMetric(0, "ns/op")
-		})
+type size struct{ clusters, placements int }
+
+func (s size) String() string { return fmt.Sprintf("%dx%d", s.clusters, s.placements) }
+
+func sizes() []size {
+	if os.Getenv("FLEETFIT_BENCH_CLUSTERS") != "" || os.Getenv("FLEETFIT_BENCH_PLACEMENTS") != "" {
+		return []size{{envInt("FLEETFIT_BENCH_CLUSTERS", 2000), envInt("FLEETFIT_BENCH_PLACEMENTS", 1000)}}
 	}
-	if results["fleetfit"] > 0 && results["ocm"] > 0 {
-		b.Logf("%d clusters, %d placements, %d QPS: fleetfit %.2fs, OCM %.2fs, OCM/fleetfit = %.1fx",
-			clusters, placements, qps, results["fleetfit"], results["ocm"], results["ocm"]/results["fleetfit"])
+	out := []size{{2000, 1000}}
+	if os.Getenv("FLEETFIT_BENCH_LARGE") != "" {
+		out = append(out, size{10000, 5000})
+	}
+	return out
+}
+
+// result is one scheduler's run.
+type result struct {
+	elapsed, firstDecision time.Duration
+	usage                  *framework.Usage // nil for the floor, which runs in the test
+}
+
+func (r result) rate(s size) float64 { return float64(s.placements) / r.elapsed.Seconds() }
+
+// BenchmarkPlacementEndToEnd reports, per size and scheduler, placements satisfied per second,
+// seconds to the first decision and, for the processes, peak RSS and CPU seconds; then each
+// rate and fleetfit's share of the floor.
+func BenchmarkPlacementEndToEnd(b *testing.B) {
+	scheds := strings.Split(os.Getenv("FLEETFIT_BENCH_SCHEDULERS"), ",")
+	if scheds[0] == "" {
+		scheds = []string{"fleetfit", "ocm", "floor"}
+	}
+	for _, sz := range sizes() {
+		rates := map[string]float64{}
+		for _, sched := range scheds {
+			b.Run(sz.String()+"/"+sched, func(b *testing.B) {
+				var total time.Duration
+				var last result
+				for range b.N {
+					last = runOnce(b, sched, sz)
+					total += last.elapsed
+				}
+				rates[sched] = float64(sz.placements*b.N) / total.Seconds()
+				b.ReportMetric(rates[sched], "placements/s")
+				b.ReportMetric(last.firstDecision.Seconds(), "s-to-first-decision")
+				if last.usage != nil {
+					b.ReportMetric(float64(last.usage.PeakRSS)/(1<<20), "peak-RSS-MiB")
+					b.ReportMetric(last.usage.CPU.Seconds(), "cpu-s")
+				}
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+		line := fmt.Sprintf("%s: placements/s", sz)
+		for _, sched := range scheds {
+			line += fmt.Sprintf(" %s %.1f", sched, rates[sched])
+		}
+		if rates["floor"] > 0 && rates["fleetfit"] > 0 {
+			line += fmt.Sprintf("; fleetfit at %.0f%% of the floor", 100*rates["fleetfit"]/rates["floor"])
+		}
+		if rates["ocm"] > 0 && rates["fleetfit"] > 0 {
+			line += fmt.Sprintf(", %.1fx OCM", rates["fleetfit"]/rates["ocm"])
+		}
+		b.Log(line)
 	}
 }
 
-func runOnce(b *testing.B, sched string, clusters, placements, qps int) time.Duration {
+func runOnce(b *testing.B, sched string, sz size) result {
 	b.StopTimer()
 	ctx := context.Background()
 	hub, err := framework.StartControlPlane(ctx, "bench-"+sched, framework.Options{})
@@ -100,41 +160,265 @@ func runOnce(b *testing.B, sched string, clusters, placements, qps int) time.Dur
 	}
 	cfg := hub.AdminConfig()
 	cfg.QPS, cfg.Burst = 2000, 4000
-	if err := populate(ctx, cfg, clusters, placements); err != nil {
+	if err := populate(ctx, cfg, sz.clusters, sz.placements); err != nil {
 		b.Fatal(err)
 	}
-	client := clusterclient.NewForConfigOrDie(cfg)
-
-	b.StartTimer()
-	start := time.Now()
-	stop, err := startScheduler(ctx, b, sched, hub, qps)
+	watch, err := watchSatisfied(ctx, cfg, sz.placements)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer stop()
-	for {
-		list, err := client.ClusterV1beta1().Placements("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	defer watch.stop()
+
+	b.StartTimer()
+	start := time.Now()
+	var proc *framework.Component
+	var profiled <-chan struct{}
+	switch sched {
+	case "fleetfit":
+		proc, profiled = startFleetfit(ctx, b, hub, sz)
+	case "ocm":
+		qps := envInt("FLEETFIT_BENCH_OCM_QPS", 1000)
+		if proc, err = framework.StartOCMPlacement(ctx, hub, fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", 2*qps)); err != nil {
+			b.Fatal(err)
+		}
+	case "floor":
+		go writeFloor(ctx, b, hub.AdminConfig(), watch, sz)
+	default:
+		b.Fatalf("unknown scheduler %q", sched)
+	}
+	select {
+	case <-watch.done:
+	case <-time.After(30 * time.Minute):
+		b.Fatalf("%s: only %d of %d placements satisfied after 30 minutes", sched, watch.count(), sz.placements)
+	}
+	b.StopTimer()
+	r := result{elapsed: watch.last.Sub(start), firstDecision: watch.first.Sub(start)}
+	if proc != nil {
+		u, err := proc.Usage()
 		if err != nil {
 			b.Fatal(err)
 		}
-		satisfied := 0
-		for i := range list.Items {
-			if meta.IsStatusConditionTrue(list.Items[i].Status.Conditions, clusterv1beta1.PlacementConditionSatisfied) {
-				satisfied++
-			}
+		r.usage = &u
+		if sched == "fleetfit" {
+			saveProfile(ctx, b, hub, proc, sz, "heap", "/debug/pprof/heap")
+			<-profiled
 		}
-		if satisfied == placements {
-			break
-		}
-		if time.Since(start) > 15*time.Minute {
-			b.Fatalf("%s: only %d of %d placements satisfied after 15 minutes", sched, satisfied, placements)
-		}
-		time.Sleep(100 * time.Millisecond)
+		proc.Stop()
 	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	b.Logf("%s: writes to the hub by resource: %v", sched, writes(ctx, b, hub))
-	return elapsed
+	b.Logf("%s %s: %.1fs, first decision after %.2fs; writes to the hub by resource: %v", sz, sched, r.elapsed.Seconds(), r.firstDecision.Seconds(), writes(ctx, b, hub))
+	return r
+}
+
+// startFleetfit runs fleetfit-hub with its default flags, and starts its CPU profile when
+// asked to; the channel is closed once the profile is written (at once when not asked).
+func startFleetfit(ctx context.Context, b *testing.B, hub *framework.ControlPlane, sz size) (*framework.Component, <-chan struct{}) {
+	proc, err := framework.StartHubProcess(ctx, hub, hubArgs()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		saveProfile(ctx, b, hub, proc, sz, "cpu", fmt.Sprintf("/debug/pprof/profile?seconds=%d", envInt("FLEETFIT_BENCH_PROFILE_SECONDS", 5)))
+	}()
+	return proc, profiled
+}
+
+// hubArgs are the flags fleetfit-hub runs with besides its defaults.
+func hubArgs() []string { return strings.Fields(os.Getenv("FLEETFIT_BENCH_HUB_ARGS")) }
+
+// saveProfile writes a profile read from fleetfit-hub's pprof endpoint into
+// $FLEETFIT_BENCH_PROFILE, when set.
+func saveProfile(ctx context.Context, b *testing.B, hub *framework.ControlPlane, proc *framework.Component, sz size, kind, path string) {
+	dir := os.Getenv("FLEETFIT_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	// Right after its start, the hub may not know the API server's client CA yet.
+	var raw []byte
+	var err error
+	for range 100 {
+		var body io.ReadCloser
+		if body, err = framework.HubGet(ctx, hub, proc, path); err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		raw, err = io.ReadAll(body)
+		body.Close()
+		break
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("fleetfit-%s-%s.pprof", sz, kind)), raw, 0o644)
+	}
+	if err != nil {
+		b.Logf("profile %s: %v", kind, err)
+	}
+}
+
+// satisfiedWatch follows the Placements and notes when the first and the last of them is
+// satisfied.
+type satisfiedWatch struct {
+	mu          sync.Mutex
+	satisfied   map[string]bool
+	want        int
+	first, last time.Time
+	done        chan struct{}
+	lister      func() []*clusterv1beta1.Placement
+	stop        func()
+}
+
+func (w *satisfiedWatch) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.satisfied)
+}
+
+func (w *satisfiedWatch) observe(obj any) {
+	p, ok := obj.(*clusterv1beta1.Placement)
+	if !ok || !meta.IsStatusConditionTrue(p.Status.Conditions, clusterv1beta1.PlacementConditionSatisfied) {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := p.Namespace + "/" + p.Name
+	if w.satisfied[key] || len(w.satisfied) == w.want {
+		return
+	}
+	if len(w.satisfied) == 0 {
+		w.first = now
+	}
+	w.satisfied[key] = true
+	if len(w.satisfied) == w.want {
+		w.last = now
+		close(w.done)
+	}
+}
+
+func watchSatisfied(ctx context.Context, cfg *rest.Config, want int) (*satisfiedWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	factory := clusterinformers.NewSharedInformerFactory(clusterclient.NewForConfigOrDie(cfg), 0)
+	informer := factory.Cluster().V1beta1().Placements()
+	w := &satisfiedWatch{satisfied: map[string]bool{}, want: want, done: make(chan struct{}),
+		stop: func() { cancel(); factory.Shutdown() }}
+	w.lister = func() []*clusterv1beta1.Placement {
+		list, _ := informer.Lister().List(labels.Everything())
+		return list
+	}
+	if _, err := informer.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    w.observe,
+		UpdateFunc: func(_, obj any) { w.observe(obj) },
+	}); err != nil {
+		cancel()
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("placement cache did not sync")
+		}
+	}
+	// A list served from the API server's watch cache may not show the newest creates yet.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(w.lister()) == want, nil
+	}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("%d placements in the cache, want %d: %w", len(w.lister()), want, err)
+	}
+	return w, nil
+}
+
+// writeFloor does, for every placement, the writes fleetfit does for a new placement with
+// fleetfit-hub's concurrency (--workers) and client rate (--kube-api-qps, --kube-api-burst), and nothing else: create its
+// PlacementDecision, write its decision list (the clusters the placement selects), and write
+// the Placement's status.
+func writeFloor(ctx context.Context, b *testing.B, admin *rest.Config, w *satisfiedWatch, sz size) {
+	o := hubcmd.NewOptions()
+	fs := pflag.NewFlagSet("fleetfit-hub", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(hubArgs()); err != nil {
+		b.Error(err)
+		return
+	}
+	cfg := rest.CopyConfig(admin)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	client := clusterclient.NewForConfigOrDie(cfg)
+	var byRegion [5][]string
+	var untainted [5][]string
+	for i := range sz.clusters {
+		name, r := fmt.Sprintf("cluster-%05d", i), i%len(regions)
+		byRegion[r] = append(byRegion[r], name)
+		if i%20 != 0 {
+			untainted[r] = append(untainted[r], name)
+		}
+	}
+	jobs := make(chan *clusterv1beta1.Placement)
+	var wg sync.WaitGroup
+	for range o.Workers {
+		wg.Go(func() {
+			for p := range jobs {
+				i, _ := strconv.Atoi(strings.TrimPrefix(p.Name, "p-"))
+				pool := untainted[i%len(regions)]
+				if i%4 == 0 {
+					pool = byRegion[i%len(regions)]
+				}
+				if err := floorWrites(ctx, client, p, pool[:min(len(pool), 1+i%10)]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	list := w.lister()
+	slices.SortFunc(list, func(a, b *clusterv1beta1.Placement) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range list {
+		jobs <- p
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+func floorWrites(ctx context.Context, client clusterclient.Interface, p *clusterv1beta1.Placement, clusters []string) error {
+	name := p.Name + "-decision-1"
+	decisions := client.ClusterV1beta1().PlacementDecisions(p.Namespace)
+	_, err := decisions.Create(ctx, &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: p.Namespace,
+		Labels: map[string]string{
+			clusterv1beta1.PlacementLabel: p.Name, clusterv1beta1.DecisionGroupIndexLabel: "0", clusterv1beta1.DecisionGroupNameLabel: "",
+		},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, clusterv1beta1.SchemeGroupVersion.WithKind("Placement"))},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	list := make([]clusterv1beta1.ClusterDecision, len(clusters))
+	for i, c := range clusters {
+		list[i] = clusterv1beta1.ClusterDecision{ClusterName: c}
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"decisions": list}})
+	if err != nil {
+		return err
+	}
+	if _, err := decisions.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	status := clusterv1beta1.PlacementStatus{
+		NumberOfSelectedClusters: int32(len(clusters)),
+		DecisionGroups:           []clusterv1beta1.DecisionGroupStatus{{DecisionGroupIndex: 0, Decisions: []string{name}, ClustersCount: int32(len(clusters))}},
+		Conditions: []metav1.Condition{
+			{Type: clusterv1beta1.PlacementConditionSatisfied, Status: metav1.ConditionTrue, Reason: "AllDecisionsScheduled", Message: "All cluster decisions scheduled", LastTransitionTime: now},
+			{Type: clusterv1beta1.PlacementConditionMisconfigured, Status: metav1.ConditionFalse, Reason: "Succeedconfigured", Message: "Placement configurations check pass", LastTransitionTime: now},
+		},
+	}
+	if patch, err = json.Marshal(map[string]any{"status": status}); err != nil {
+		return err
+	}
+	_, err = client.ClusterV1beta1().Placements(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
 }
 
 // writes returns the API server's count of successful writes per resource (from its
@@ -174,39 +458,6 @@ func writes(ctx context.Context, b *testing.B, hub *framework.ControlPlane) map[
 		out[key] += int(n)
 	}
 	return out
-}
-
-// startScheduler starts fleetfit-hub in-process, or OCM's placement controller as a process,
-// each with the same client rate limits.
-func startScheduler(ctx context.Context, b *testing.B, sched string, hub *framework.ControlPlane, qps int) (func(), error) {
-	if sched == "ocm" {
-		p, err := framework.StartOCMPlacement(ctx, hub, fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", 2*qps))
-		if err != nil {
-			return nil, err
-		}
-		return p.Stop, nil
-	}
-	kc, err := framework.Kubeconfig(hub.AdminConfig(), "hub")
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(b.TempDir(), "hub.kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		return nil, err
-	}
-	o := hubcmd.NewOptions()
-	o.Kubeconfig, o.LeaderElect = path, false
-	o.QPS, o.Burst = float32(qps), 2*qps
-	o.Serving.SecureServing.BindPort = 0
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- o.Run(runCtx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Errorf("fleetfit-hub: %v", err)
-		}
-	}, nil
 }
 
 // populate creates the fleet and the placements with a pool of writers.
