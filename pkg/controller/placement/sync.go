@@ -409,7 +409,8 @@ func (c *Controller) bind(ctx context.Context, p *clusterv1beta1.Placement, desi
 func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placement, d desiredDecision, old *clusterv1beta1.PlacementDecision) error {
 	labels := d.labels(p.Name)
 	client := c.client.ClusterV1beta1().PlacementDecisions(p.Namespace)
-	if old == nil {
+	created := old == nil
+	if created {
 		created, err := client.Create(ctx, &clusterv1beta1.PlacementDecision{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: d.name, Namespace: p.Namespace, Labels: labels,
@@ -436,6 +437,12 @@ func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placem
 	}
 	if _, err := c.writeDecisionStatus(ctx, old, d.decisions); err != nil {
 		return err
+	}
+	if created {
+		// One event per new decision object: its first list is part of its creation. Events
+		// are writes to the API server too, and a backlog of new placements would otherwise
+		// make two for each.
+		return nil
 	}
 	c.recorder.Eventf(p, old, corev1.EventTypeNormal, "DecisionUpdate", "DecisionUpdated",
 		"Decision %s is updated with placement %s in namespace %s", d.name, p.Name, p.Namespace)

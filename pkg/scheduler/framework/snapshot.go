@@ -116,6 +116,8 @@ type fleetIndex struct {
 	sets     map[string]*Bitset
 	setObjs  map[string]*clusterv1beta2.ManagedClusterSet
 	bindings map[string][]string
+
+	labelIdx labelIndex
 }
 
 // SnapshotInput is everything a snapshot is built from. Decided maps a placement key

@@ -86,9 +86,31 @@ func (p *Predicate) Filter(ctx context.Context, _ *framework.CycleState, snap *f
 	if explain {
 		reasons = make([]string, len(selectors))
 	}
+	// Without explain, the label part of each selector is answered from the snapshot's label
+	// index: a cluster whose labels a selector rules out is not looked at for that selector,
+	// just as matches would stop at its labels (before claims and CEL, so no CEL cost is
+	// skipped that would have counted). Results are those of the walk over every candidate.
+	var narrowed []*framework.Bitset
+	var labelsKnown []bool
+	visit := candidates
+	if !explain {
+		narrowed = make([]*framework.Bitset, len(selectors))
+		labelsKnown = make([]bool, len(selectors))
+		visit = framework.NewBitset(snap.NumClusters())
+		for k := range selectors {
+			narrowed[k] = candidates
+			if selectors[k].labels != nil {
+				if b, ok := snap.MatchingLabels(selectors[k].labels); ok {
+					b.And(candidates)
+					narrowed[k], labelsKnown[k] = b, true
+				}
+			}
+			visit.Or(narrowed[k])
+		}
+	}
 	var spent uint64
 	var stop *framework.Status
-	candidates.ForEach(func(i int) {
+	visit.ForEach(func(i int) {
 		if stop != nil {
 			return
 		}
@@ -100,7 +122,10 @@ func (p *Predicate) Filter(ctx context.Context, _ *framework.CycleState, snap *f
 		// Each selector is evaluated once per cluster; with explain, its reason comes from
 		// that same evaluation.
 		for k := range selectors {
-			m := p.matches(ctx, logger, &selectors[k], info, explain)
+			if narrowed != nil && !narrowed[k].Has(i) {
+				continue
+			}
+			m := p.matches(ctx, logger, &selectors[k], info, explain, labelsKnown != nil && labelsKnown[k])
 			spent += m.cost
 			if m.tooCostly != "" {
 				stop = framework.Misconfiguredf("%s", m.tooCostly)
@@ -179,8 +204,9 @@ type match struct {
 
 // matches reports whether the cluster matches the predicate and, when explain is set and it
 // does not, why. Reasons are built only for explain so the common path does not allocate.
-func (p *Predicate) matches(ctx context.Context, logger klog.Logger, s *selector, info *framework.ClusterInfo, explain bool) match {
-	if s.labels != nil && !s.labels.Matches(labels.Set(info.Cluster.Labels)) {
+// labelsMatch says the label selector is already known to match.
+func (p *Predicate) matches(ctx context.Context, logger klog.Logger, s *selector, info *framework.ClusterInfo, explain, labelsMatch bool) match {
+	if s.labels != nil && !labelsMatch && !s.labels.Matches(labels.Set(info.Cluster.Labels)) {
 		if !explain {
 			return match{}
 		}
