@@ -28,6 +28,13 @@ var RBAC []byte
 //go:embed admission.yaml
 var Admission []byte
 
+// FlowControl is the FlowSchema that gives fleetfit-hub's requests to the hub API server
+// the priority level of the hub's controllers: with no client-side rate limit by default,
+// the API server's priority and fairness paces them.
+//
+//go:embed flowcontrol.yaml
+var FlowControl []byte
+
 //go:embed deployment.yaml
 var deployment string
 

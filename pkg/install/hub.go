@@ -62,14 +62,14 @@ func (o HubOptions) Validate() error {
 	return ValidateImage(o.Image)
 }
 
-// HubObjects are deploy/hub's objects — namespace, ServiceAccount, RBAC, the
-// admission policy for OCM's objects, Deployment and Service — for the options, in the order to apply them. The
+// HubObjects are deploy/hub's objects — namespace, ServiceAccount, RBAC, the FlowSchema of
+// fleetfit-hub's requests, the admission policy for OCM's objects, Deployment and Service — for the options, in the order to apply them. The
 // hub's CRDs are not among them (see manifests.HubCRDs).
 func HubObjects(o HubOptions) ([]*unstructured.Unstructured, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	objs, err := Decode(deployhub.RBAC, deployhub.Admission, deployhub.Deployment(o.Image))
+	objs, err := Decode(deployhub.RBAC, deployhub.FlowControl, deployhub.Admission, deployhub.Deployment(o.Image))
 	if err != nil {
 		return nil, err
 	}

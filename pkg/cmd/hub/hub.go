@@ -73,8 +73,10 @@ type Options struct {
 	// DeliveryKinds and DeliveryNamespaces are what intents may deliver (see pkg/delivery).
 	DeliveryKinds      []string
 	DeliveryNamespaces []string
-	QPS                float32
-	Burst              int
+	// QPS and Burst limit the hub's requests on the client side; a negative QPS sets no
+	// limit and leaves the pace to the API server's priority and fairness (the default).
+	QPS   float32
+	Burst int
 
 	LeaderElect          bool
 	LeaderElectNamespace string
@@ -94,11 +96,11 @@ func NewOptions() *Options {
 	return &Options{
 		Placements:            string(placementmode.All),
 		SIGPlacementDecisions: true,
-		Workers:               4,
+		Workers:               placement.DefaultWorkers,
 		InventoryStaleAfter:   framework.InventoryStaleAfter,
 		StartupGrace:          time.Minute,
 		DeliveryKinds:         delivery.DefaultKinds,
-		QPS:                   50,
+		QPS:                   -1,
 		Burst:                 100,
 		LeaderElect:           true,
 		LeaderElectNamespace:  ns,
@@ -135,13 +137,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	fs.StringVar(&o.Placements, "placements", o.Placements, "which Placements to schedule: \"all\" (replace OCM's placement controller; Placements with OCM's experimental-scheduling-disable annotation are skipped unless labelled "+placementmode.SchedulerLabel+") or \"annotated\" (run beside OCM's controller; only Placements with that annotation and label)")
 	fs.BoolVar(&o.SIGPlacementDecisions, "sig-placement-decisions", o.SIGPlacementDecisions, "with --placements all, mirror every PlacementDecision into the SIG-Multicluster PlacementDecision API (multicluster.x-k8s.io/v1alpha1) whenever its CRD is installed on the hub, as OCM's placement controller does with its SIGPlacementDecision feature; with --placements annotated, OCM's controller keeps doing it")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "placements scheduled concurrently; each mostly waits for the API server's answers, so this follows what the API server can take at once, not the hub's CPUs")
 	fs.DurationVar(&o.InventoryStaleAfter, "inventory-stale-after", o.InventoryStaleAfter, "how old a cluster's ClusterInventory may be and still make the cluster eligible for new decisions; clusters it already decides keep them however old it is")
 	fs.DurationVar(&o.StartupGrace, "startup-grace", o.StartupGrace, "after a start or a leader change, how long to wait before reconsidering, of the hub's own accord, the placements that already decide clusters, so that agents whose reports failed meanwhile (they retry at least every minute) can report first; new placements and any change are handled at once")
 	fs.StringSliceVar(&o.DeliveryKinds, "delivery-allowed-kinds", o.DeliveryKinds, "kinds an HPAIntent's workload may deliver, as group/Kind (Kind for the core group); cluster-scoped kinds other than Namespace are never delivered, and OCM's work agent applies each object only as far as the ServiceAccount "+delivery.ExecutorServiceAccount+" of the intent's namespace on the managed cluster may")
 	fs.StringSliceVar(&o.DeliveryNamespaces, "delivery-allowed-namespaces", nil, "namespaces, besides its own, that an HPAIntent's workload may deliver objects into")
-	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "queries per second to the hub API server")
-	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the hub API server")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "queries per second to the hub API server; a negative value sets no client-side limit and leaves the pace to the API server's priority and fairness, which queues requests or answers 429 with Retry-After (deploy/hub's FlowSchema gives fleetfit-hub the priority level workload-high)")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the hub API server, with a positive --kube-api-qps")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among hub replicas with a Lease; only the leader schedules")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "namespace of the leader election Lease (default: $POD_NAMESPACE or fleetfit-system)")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a non-leader waits before taking over an unrenewed lease")
@@ -154,6 +156,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 func (o *Options) Validate() error {
 	if _, err := placementmode.ParseMode(o.Placements); err != nil {
 		return fmt.Errorf("--placements %w", err)
+	}
+	if o.QPS == 0 {
+		return fmt.Errorf("--kube-api-qps must not be 0: give a rate, or a negative value for none on the client side")
+	}
+	if o.QPS > 0 && o.Burst < 1 {
+		return fmt.Errorf("--kube-api-burst must be at least 1 with --kube-api-qps %v", o.QPS)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")

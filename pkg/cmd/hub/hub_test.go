@@ -56,3 +56,25 @@ func TestRequireAPIsSaysWhatFailed(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateRateLimits(t *testing.T) {
+	for name, tc := range map[string]struct {
+		qps   float32
+		burst int
+		want  string
+	}{
+		"default, no client-side limit": {qps: -1, burst: 100},
+		"a rate":                        {qps: 50, burst: 100},
+		"zero rate":                     {qps: 0, burst: 100, want: "--kube-api-qps must not be 0"},
+		"a rate without burst":          {qps: 50, burst: 0, want: "--kube-api-burst must be at least 1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := NewOptions()
+			o.QPS, o.Burst = tc.qps, tc.burst
+			err := o.Validate()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -41,9 +41,17 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 )
 
+// DefaultWorkers is how many placements are scheduled at once by default. A cycle takes
+// well under a millisecond to a few milliseconds of CPU, its writes several API round trips,
+// so workers mostly wait on the API server: there must be enough of them to keep its write
+// pipeline full, not as many as the hub has CPUs. Beyond that the API server's priority and
+// fairness paces them (the hub sets no client-side rate limit by default).
+const DefaultWorkers = 32
+
 // Options configure the controller.
 type Options struct {
-	Mode    placementmode.Mode
+	Mode placementmode.Mode
+	// Workers is how many placements are scheduled at once (DefaultWorkers when 0).
 	Workers int
 	Clock   clock.Clock
 	Metrics *Metrics
@@ -111,7 +119,7 @@ type Controller struct {
 func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit fleetfitinformers.SharedInformerFactory,
 	sched *scheduler.Scheduler, c *cache.Cache, opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
-		opts.Workers = 4
+		opts.Workers = DefaultWorkers
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
