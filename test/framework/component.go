@@ -240,8 +240,25 @@ type Usage struct {
 
 // Usage reads the component's usage from /proc (Linux only). It fails once the process has
 // exited.
-func (c *Component) Usage() (Usage, error) {
-	pid := c.proc.cmd.Process.Pid
+func (c *Component) Usage() (Usage, error) { return c.proc.usage() }
+
+// Usage reads what the control plane's kube-apiserver and etcd processes have used so far,
+// together (peak RSS is the sum of their peaks).
+func (cp *ControlPlane) Usage() (Usage, error) {
+	var total Usage
+	for _, p := range []*process{cp.apiserver, cp.etcd} {
+		u, err := p.usage()
+		if err != nil {
+			return Usage{}, err
+		}
+		total.PeakRSS += u.PeakRSS
+		total.CPU += u.CPU
+	}
+	return total, nil
+}
+
+func (p *process) usage() (Usage, error) {
+	pid := p.cmd.Process.Pid
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return Usage{}, err

@@ -83,10 +83,11 @@ type Controller struct {
 	opts      Options
 
 	placements clusterlisterv1beta1.PlacementLister
-	decisions  clusterlisterv1beta1.PlacementDecisionLister
-	sets       clusterlisterv1beta2.ManagedClusterSetLister
-	bindings   clusterlisterv1beta2.ManagedClusterSetBindingLister
-	intents    fleetfitlisters.HPAIntentLister
+	// decisionsByPlacement indexes the PlacementDecisions by their placement (byPlacement).
+	decisionsByPlacement toolscache.Indexer
+	sets                 clusterlisterv1beta2.ManagedClusterSetLister
+	bindings             clusterlisterv1beta2.ManagedClusterSetBindingLister
+	intents              fleetfitlisters.HPAIntentLister
 
 	queue  workqueue.TypedRateLimitingInterface[string]
 	synced []toolscache.InformerSynced
@@ -143,10 +144,14 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit f
 	hi := fleetfit.Fleetfit().V1alpha1().HPAIntents()
 	ctrl := &Controller{
 		client: clients.Cluster, fleetfit: clients.Fleetfit, recorder: clients.Recorder, cache: c, scheduler: sched, opts: opts,
-		placements: pi.Lister(), decisions: di.Lister(), sets: si.Lister(), bindings: bi.Lister(), intents: hi.Lister(),
-		commits: newCommitOrder(),
+		placements: pi.Lister(), sets: si.Lister(), bindings: bi.Lister(), intents: hi.Lister(),
+		decisionsByPlacement: di.Informer().GetIndexer(),
+		commits:              newCommitOrder(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workers.RateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placements"}),
+	}
+	if err := addDecisionIndex(di.Informer()); err != nil {
+		return nil, err
 	}
 	handlers := []struct {
 		informer toolscache.SharedIndexInformer

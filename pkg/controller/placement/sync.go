@@ -309,15 +309,34 @@ func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1
 	return hpa.IntentsOf(p.Namespace, p.Name, all, true)
 }
 
+// byPlacement indexes PlacementDecisions by "namespace/placement", from OCM's placement
+// label: a cycle reads its placement's decisions without going through every decision of the
+// namespace.
+const byPlacement = "byPlacement"
+
+// addDecisionIndex adds byPlacement to the PlacementDecision informer, unless another user of
+// the shared informer already did.
+func addDecisionIndex(informer toolscache.SharedIndexInformer) error {
+	if _, ok := informer.GetIndexer().GetIndexers()[byPlacement]; ok {
+		return nil
+	}
+	return informer.AddIndexers(toolscache.Indexers{byPlacement: func(obj any) ([]string, error) {
+		d, ok := obj.(*clusterv1beta1.PlacementDecision)
+		if !ok || d.Labels[clusterv1beta1.PlacementLabel] == "" {
+			return nil, nil
+		}
+		return []string{d.Namespace + "/" + d.Labels[clusterv1beta1.PlacementLabel]}, nil
+	}})
+}
+
 func (c *Controller) existingDecisions(p *clusterv1beta1.Placement) (map[string]*clusterv1beta1.PlacementDecision, error) {
-	sel := labels.SelectorFromSet(labels.Set{clusterv1beta1.PlacementLabel: p.Name})
-	list, err := c.decisions.PlacementDecisions(p.Namespace).List(sel)
+	list, err := c.decisionsByPlacement.ByIndex(byPlacement, p.Namespace+"/"+p.Name)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]*clusterv1beta1.PlacementDecision, len(list))
-	for _, d := range list {
-		if metav1.IsControlledBy(d, p) {
+	for _, obj := range list {
+		if d, ok := obj.(*clusterv1beta1.PlacementDecision); ok && metav1.IsControlledBy(d, p) {
 			out[d.Name] = d
 		}
 	}
@@ -365,7 +384,8 @@ func (c *Controller) bind(ctx context.Context, p *clusterv1beta1.Placement, desi
 	existing map[string]*clusterv1beta1.PlacementDecision, existingNames map[string][]string) error {
 	for name, interim := range interimDecisions(desired, existingNames) {
 		if old, ok := existing[name]; ok {
-			updated, err := c.writeDecisionStatus(ctx, old, interim)
+			// Read back: the final list may need a label update on the same object.
+			updated, err := c.writeDecisionStatus(ctx, old, interim, true)
 			if err != nil {
 				return err
 			}
@@ -435,7 +455,7 @@ func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placem
 	if old.Status.Decisions != nil && c.decisionWrites.upToDate(old.Namespace+"/"+old.Name, old.Status.Decisions, d.decisions) {
 		return nil
 	}
-	if _, err := c.writeDecisionStatus(ctx, old, d.decisions); err != nil {
+	if _, err := c.writeDecisionStatus(ctx, old, d.decisions, false); err != nil {
 		return err
 	}
 	if created {
@@ -449,20 +469,31 @@ func (c *Controller) writeDecision(ctx context.Context, p *clusterv1beta1.Placem
 	return nil
 }
 
-func (c *Controller) writeDecisionStatus(ctx context.Context, old *clusterv1beta1.PlacementDecision, decisions []clusterv1beta1.ClusterDecision) (*clusterv1beta1.PlacementDecision, error) {
+// writeDecisionStatus writes the decision list of a PlacementDecision. With readBack, it
+// returns the object the API server holds after the write; without, nil.
+func (c *Controller) writeDecisionStatus(ctx context.Context, old *clusterv1beta1.PlacementDecision, decisions []clusterv1beta1.ClusterDecision,
+	readBack bool) (*clusterv1beta1.PlacementDecision, error) {
 	if decisions == nil {
 		decisions = []clusterv1beta1.ClusterDecision{}
 	}
-	c.decisionWrites.record(old.Namespace+"/"+old.Name, old.Status.Decisions, decisions)
+	key := old.Namespace + "/" + old.Name
+	c.decisionWrites.record(key, old.Status.Decisions, decisions)
 	// A merge patch of the whole list: no conflict with a concurrent label update, and no
 	// retry round trip when the informer has not seen our previous write yet.
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"decisions": decisions}})
-	if err != nil {
-		return nil, err
+	status := map[string]any{"decisions": decisions}
+	var out *clusterv1beta1.PlacementDecision
+	var err error
+	if readBack {
+		var patch []byte
+		if patch, err = json.Marshal(map[string]any{"status": status}); err != nil {
+			return nil, err
+		}
+		out, err = c.client.ClusterV1beta1().PlacementDecisions(old.Namespace).Patch(ctx, old.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	} else {
+		err = patchStatus(ctx, c.client.ClusterV1beta1().RESTClient(), old.Namespace, "placementdecisions", old.Name, status)
 	}
-	out, err := c.client.ClusterV1beta1().PlacementDecisions(old.Namespace).Patch(ctx, old.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
-		c.decisionWrites.forget(old.Namespace + "/" + old.Name)
+		c.decisionWrites.forget(key)
 		return nil, fmt.Errorf("updating PlacementDecision %s: %w", old.Name, err)
 	}
 	return out, nil
@@ -474,12 +505,7 @@ func (c *Controller) updateStatus(ctx context.Context, p *clusterv1beta1.Placeme
 		return nil
 	}
 	c.statusWrites.record(key, *p.Status.DeepCopy(), *status.DeepCopy())
-	patch, err := json.Marshal(map[string]any{"status": status})
-	if err != nil {
-		return err
-	}
-	_, err = c.client.ClusterV1beta1().Placements(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil {
+	if err := patchStatus(ctx, c.client.ClusterV1beta1().RESTClient(), p.Namespace, "placements", p.Name, status); err != nil {
 		c.statusWrites.forget(key)
 		return fmt.Errorf("updating status of placement %s/%s: %w", p.Namespace, p.Name, err)
 	}
