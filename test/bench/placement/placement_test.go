@@ -99,6 +99,9 @@ type result struct {
 	usage                  *framework.Usage // nil for the floor, which runs in the test
 	// hubCPU is the CPU time the hub's kube-apiserver and etcd spent during the run.
 	hubCPU time.Duration
+	// cycles and cycleTime are fleetfit-hub's scheduling cycles and the time they took.
+	cycles    float64
+	cycleTime time.Duration
 }
 
 func (r result) rate(s size) float64 { return float64(s.placements) / r.elapsed.Seconds() }
@@ -126,6 +129,12 @@ func BenchmarkPlacementEndToEnd(b *testing.B) {
 				b.ReportMetric(rates[sched], "placements/s")
 				b.ReportMetric(last.firstDecision.Seconds(), "s-to-first-decision")
 				b.ReportMetric(last.hubCPU.Seconds(), "apiserver+etcd-cpu-s")
+				if last.cycles > 0 {
+					// More than one cycle per placement would mean the hub's own writes, or
+					// conflicts, made it schedule again.
+					b.ReportMetric(last.cycles/float64(sz.placements), "cycles/placement")
+					b.ReportMetric(last.cycleTime.Seconds()*1000/last.cycles, "ms/cycle")
+				}
 				if last.usage != nil {
 					b.ReportMetric(float64(last.usage.PeakRSS)/(1<<20), "peak-RSS-MiB")
 					b.ReportMetric(last.usage.CPU.Seconds(), "cpu-s")
@@ -212,6 +221,8 @@ func runOnce(b *testing.B, sched string, sz size) result {
 		}
 		r.usage = &u
 		if sched == "fleetfit" {
+			r.cycles = hubMetric(ctx, b, hub, proc, "fleetfit_scheduler_cycles_total")
+			r.cycleTime = time.Duration(hubMetric(ctx, b, hub, proc, "fleetfit_scheduler_cycle_duration_seconds_sum") * float64(time.Second))
 			saveProfile(ctx, b, hub, proc, sz, "heap", "/debug/pprof/heap")
 			<-profiled
 		}
@@ -234,6 +245,15 @@ func startFleetfit(ctx context.Context, b *testing.B, hub *framework.ControlPlan
 		saveProfile(ctx, b, hub, proc, sz, "cpu", fmt.Sprintf("/debug/pprof/profile?seconds=%d", envInt("FLEETFIT_BENCH_PROFILE_SECONDS", 5)))
 	}()
 	return proc, profiled
+}
+
+// hubMetric reads a metric of fleetfit-hub, summed over its labels.
+func hubMetric(ctx context.Context, b *testing.B, hub *framework.ControlPlane, proc *framework.Component, name string) float64 {
+	v, found, err := framework.HubMetrics(ctx, hub, proc, name)
+	if err != nil || !found {
+		b.Fatalf("metric %s of fleetfit-hub: found %v, %v", name, found, err)
+	}
+	return v
 }
 
 // hubArgs are the flags fleetfit-hub runs with besides its defaults.

@@ -25,8 +25,8 @@ import (
 )
 
 // TestHubEndpoint runs fleetfit-hub as its ServiceAccount with deploy/hub's RBAC, leader
-// election on and the HTTPS endpoint served, and checks explain, dry-run, metrics and that
-// every request is authorised with the caller's own permissions.
+// election on and the HTTPS endpoint served, and checks explain, dry-run, metrics, Go's
+// profiles and that every request is authorised with the caller's own permissions.
 func TestHubEndpoint(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t, "endpoint")
@@ -120,6 +120,23 @@ func TestHubEndpoint(t *testing.T) {
 		status, body := get(t, admin, base+"/metrics")
 		if status != http.StatusOK || !strings.Contains(body, "fleetfit_scheduler_cycle_duration_seconds") {
 			t.Errorf("status %d, metrics without the cycle histogram:\n%.500s", status, body)
+		}
+	})
+
+	t.Run("profiles need get on /debug/pprof/", func(t *testing.T) {
+		status, body := get(t, stranger, base+"/debug/pprof/")
+		if status != http.StatusForbidden {
+			t.Errorf("status %d, want 403", status)
+		}
+		if !strings.Contains(body, `"kind":"Status"`) {
+			t.Errorf("the refusal is not a Status:\n%.300s", body)
+		}
+		admin := endpointClientFor(t, fleet.Hub.AdminConfig())
+		if status, body := get(t, admin, base+"/debug/pprof/"); status != http.StatusOK || !strings.Contains(body, "goroutine") {
+			t.Errorf("status %d, no profile index:\n%.300s", status, body)
+		}
+		if status, body := get(t, admin, base+"/debug/pprof/heap?debug=1"); status != http.StatusOK || !strings.Contains(body, "heap profile") {
+			t.Errorf("status %d, no heap profile:\n%.300s", status, body)
 		}
 	})
 

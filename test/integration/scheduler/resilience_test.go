@@ -45,6 +45,41 @@ func TestDecisionCreateEvent(t *testing.T) {
 	})
 }
 
+// TestDecisionUpdateEvent: a new decision object's first list is part of its creation and
+// records no DecisionUpdate event (a backlog of new placements would write two events each);
+// a later change of its list records one.
+func TestDecisionUpdateEvent(t *testing.T) {
+	e := newEnv(t, "update-events")
+	e.createCluster(e.cluster("a"))
+	e.startHub()
+
+	e.createPlacement(utiltesting.MakePlacement("p", e.ns))
+	e.waitDecided("p", e.names("a")...)
+	count := func(ctx context.Context, reason string) (int, error) {
+		evs, err := e.events(ctx, "p", reason)
+		return len(evs), err
+	}
+	framework.Eventually(t, func(ctx context.Context) error {
+		if n, err := count(ctx, "DecisionCreate"); err != nil || n != 1 {
+			return fmt.Errorf("%d DecisionCreate events (%v), want 1", n, err)
+		}
+		return nil
+	})
+	// Both events of a creation would be recorded by the same cycle, the DecisionCreate first.
+	if n, err := count(t.Context(), "DecisionUpdate"); err != nil || n != 0 {
+		t.Fatalf("%d DecisionUpdate events (%v) for a new decision, want 0", n, err)
+	}
+
+	e.createCluster(e.cluster("b"))
+	e.waitDecided("p", e.names("a", "b")...)
+	framework.Eventually(t, func(ctx context.Context) error {
+		if n, err := count(ctx, "DecisionUpdate"); err != nil || n != 1 {
+			return fmt.Errorf("%d DecisionUpdate events (%v) after the list changed, want 1", n, err)
+		}
+		return nil
+	})
+}
+
 // placementVersions returns the resourceVersions of the placement and of its decisions.
 func (e *env) placementVersions(ctx context.Context, placement string) (map[string]string, error) {
 	p, err := e.clusters.ClusterV1beta1().Placements(e.ns).Get(ctx, placement, metav1.GetOptions{})
