@@ -207,6 +207,10 @@ var (
 // checked first with CompareQuantities, which is exact for any quantity and, unlike
 // Quantity.Cmp, quick for amounts such as 1e709551616.
 func milli(q apiresource.Quantity) int64 {
+	// Most amounts are whole units, far from the bounds: exact without a decimal.
+	if v, ok := q.AsInt64(); ok && v > math.MinInt64/1000 && v < math.MaxInt64/1000 {
+		return v * 1000
+	}
 	switch {
 	case fleetfitv1alpha1.CompareQuantities(q, maxMilli) >= 0:
 		return math.MaxInt64
