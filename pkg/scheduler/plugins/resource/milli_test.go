@@ -2,27 +2,15 @@ package resource
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
-
-	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
 
-// TestMilliWholeUnits checks milli's shortcut for whole units against the exact comparison
-// with the bounds, around the bounds and at random.
+// TestMilliWholeUnits checks milli's shortcut for whole units against exactMilli, around the
+// bounds and at random.
 func TestMilliWholeUnits(t *testing.T) {
-	exact := func(q apiresource.Quantity) int64 {
-		switch {
-		case fleetfitv1alpha1.CompareQuantities(q, maxMilli) >= 0:
-			return math.MaxInt64
-		case fleetfitv1alpha1.CompareQuantities(q, minMilli) <= 0:
-			return math.MinInt64
-		}
-		return q.MilliValue()
-	}
 	values := []string{"0", "1", "-1", "500m", "1500m", "64Gi", "1e15", "9223372036854775", "9223372036854776",
 		"-9223372036854775", "-9223372036854776", "9223372036854775807", "1e19", "-1e19", "2Ei", "1.5", "1n"}
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -35,7 +23,7 @@ func TestMilliWholeUnits(t *testing.T) {
 	}
 	for _, s := range values {
 		q := apiresource.MustParse(s)
-		if got, want := milli(q), exact(q); got != want {
+		if got, want := milli(q), exactMilli(q); got != want {
 			t.Errorf("milli(%s) = %d, want %d", s, got, want)
 		}
 	}

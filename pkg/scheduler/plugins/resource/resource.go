@@ -211,6 +211,11 @@ func milli(q apiresource.Quantity) int64 {
 	if v, ok := q.AsInt64(); ok && v > math.MinInt64/1000 && v < math.MaxInt64/1000 {
 		return v * 1000
 	}
+	return exactMilli(q)
+}
+
+// exactMilli is milli for any quantity.
+func exactMilli(q apiresource.Quantity) int64 {
 	switch {
 	case fleetfitv1alpha1.CompareQuantities(q, maxMilli) >= 0:
 		return math.MaxInt64
