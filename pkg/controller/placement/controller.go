@@ -46,7 +46,7 @@ import (
 // so workers mostly wait on the API server: there must be enough of them to keep its write
 // pipeline full, not as many as the hub has CPUs. Beyond that the API server's priority and
 // fairness paces them (the hub sets no client-side rate limit by default).
-const DefaultWorkers = 32
+const DefaultWorkers = 16
 
 // Options configure the controller.
 type Options struct {
