@@ -43,6 +43,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/controller/sigdecision"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/emco"
+	"github.com/fleetfit/fleetfit/pkg/eventlimit"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitscheme "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/scheme"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
@@ -77,6 +78,10 @@ type Options struct {
 	// limit and leaves the pace to the API server's priority and fairness (the default).
 	QPS   float32
 	Burst int
+	// EventQPS and EventBurst bound the rate of Normal events (see pkg/eventlimit); an
+	// EventQPS of 0 or less sets no limit.
+	EventQPS   float32
+	EventBurst int
 
 	LeaderElect          bool
 	LeaderElectNamespace string
@@ -102,6 +107,8 @@ func NewOptions() *Options {
 		DeliveryKinds:         delivery.DefaultKinds,
 		QPS:                   -1,
 		Burst:                 100,
+		EventQPS:              50,
+		EventBurst:            100,
 		LeaderElect:           true,
 		LeaderElectNamespace:  ns,
 		LeaseDuration:         15 * time.Second,
@@ -144,6 +151,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.DeliveryNamespaces, "delivery-allowed-namespaces", nil, "namespaces, besides its own, that an HPAIntent's workload may deliver objects into")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "queries per second to the hub API server; a negative value sets no client-side limit and leaves the pace to the API server's priority and fairness, which queues requests or answers 429 with Retry-After (deploy/hub's FlowSchema gives fleetfit-hub the priority level workload-high)")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the hub API server, with a positive --kube-api-qps")
+	fs.Float32Var(&o.EventQPS, "event-qps", o.EventQPS, "Normal events recorded per second at most (as kubelet's --event-qps); beyond it they are dropped and counted in fleetfit_events_dropped_total, so that a burst of new placements does not spend the API server's writes on events; Warning events are always recorded; 0 or less sets no limit")
+	fs.IntVar(&o.EventBurst, "event-burst", o.EventBurst, "burst of Normal events, with a positive --event-qps")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among hub replicas with a Lease; only the leader schedules")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "namespace of the leader election Lease (default: $POD_NAMESPACE or fleetfit-system)")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a non-leader waits before taking over an unrenewed lease")
@@ -162,6 +171,9 @@ func (o *Options) Validate() error {
 	}
 	if o.QPS > 0 && o.Burst < 1 {
 		return fmt.Errorf("--kube-api-burst must be at least 1 with --kube-api-qps %v", o.QPS)
+	}
+	if o.EventQPS > 0 && o.EventBurst < 1 {
+		return fmt.Errorf("--event-burst must be at least 1 with --event-qps %v", o.EventQPS)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
@@ -241,7 +253,10 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	recorder := broadcaster.NewRecorder(scheme, "fleetfit-hub")
+	recorder, err := eventlimit.New(broadcaster.NewRecorder(scheme, "fleetfit-hub"), o.EventQPS, o.EventBurst, reg)
+	if err != nil {
+		return err
+	}
 
 	schedCache := cache.New()
 	schedCache.SetInventoryStaleAfter(o.InventoryStaleAfter)

@@ -59,18 +59,20 @@ func TestRequireAPIsSaysWhatFailed(t *testing.T) {
 
 func TestValidateRateLimits(t *testing.T) {
 	for name, tc := range map[string]struct {
-		qps   float32
-		burst int
-		want  string
+		qps, eventQPS     float32
+		burst, eventBurst int
+		want              string
 	}{
-		"default, no client-side limit": {qps: -1, burst: 100},
-		"a rate":                        {qps: 50, burst: 100},
-		"zero rate":                     {qps: 0, burst: 100, want: "--kube-api-qps must not be 0"},
-		"a rate without burst":          {qps: 50, burst: 0, want: "--kube-api-burst must be at least 1"},
+		"default, no client-side limit": {qps: -1, burst: 100, eventQPS: 50, eventBurst: 100},
+		"a rate":                        {qps: 50, burst: 100, eventQPS: 50, eventBurst: 100},
+		"zero rate":                     {qps: 0, burst: 100, eventQPS: 50, eventBurst: 100, want: "--kube-api-qps must not be 0"},
+		"a rate without burst":          {qps: 50, burst: 0, eventQPS: 50, eventBurst: 100, want: "--kube-api-burst must be at least 1"},
+		"no event limit":                {qps: -1, burst: 100, eventQPS: 0, eventBurst: 0},
+		"an event rate without burst":   {qps: -1, burst: 100, eventQPS: 5, eventBurst: 0, want: "--event-burst must be at least 1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := NewOptions()
-			o.QPS, o.Burst = tc.qps, tc.burst
+			o.QPS, o.Burst, o.EventQPS, o.EventBurst = tc.qps, tc.burst, tc.eventQPS, tc.eventBurst
 			err := o.Validate()
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("Validate() = %v, want %q", err, tc.want)
