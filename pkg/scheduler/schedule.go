@@ -154,11 +154,7 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 			available.Or(members)
 		}
 	}
-	available.ForEach(func(i int) {
-		if snap.Cluster(i).Terminating() {
-			available.Clear(i)
-		}
-	})
+	available.AndNot(snap.Terminating())
 	res.Available = available
 
 	state := framework.NewCycleState()

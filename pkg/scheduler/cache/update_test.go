@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -19,7 +20,7 @@ import (
 )
 
 // TestUpdatedSnapshotsEqualRebuiltOnes changes a cache at random (clusters come, go, change
-// labels or only their status; scores and decisions come and go) and checks after each change
+// labels or only their status, taints and deletion; scores and decisions come and go) and checks after each change
 // that its snapshot, updated in place of being rebuilt when it can, equals the snapshot of a
 // new cache loaded with the same objects.
 func TestUpdatedSnapshotsEqualRebuiltOnes(t *testing.T) {
@@ -52,6 +53,15 @@ func TestUpdatedSnapshotsEqualRebuiltOnes(t *testing.T) {
 			}
 			cl := old.DeepCopy()
 			cl.Status.ClusterClaims = []clusterv1.ManagedClusterClaim{{Name: "step", Value: fmt.Sprint(step)}}
+			cl.Spec.Taints = nil
+			if rng.IntN(2) == 0 {
+				cl.Spec.Taints = []clusterv1.Taint{{Key: "k", Effect: clusterv1.TaintEffectNoSelect}}
+			}
+			cl.DeletionTimestamp = nil
+			if rng.IntN(4) == 0 {
+				now := metav1.Now()
+				cl.DeletionTimestamp = &now
+			}
 			clusters[name] = cl
 			c.UpsertCluster(cl)
 			op = "update status of " + name
@@ -107,16 +117,19 @@ func TestUpdatedSnapshotsEqualRebuiltOnes(t *testing.T) {
 }
 
 type snapshotView struct {
-	Clusters []string
-	Claims   []map[string]string
-	Scores   []int32
-	Counts   []int32
-	Sets     map[string][]int
-	Decided  map[string][]string
+	Clusters    []string
+	Terminating []int
+	Tainted     []int
+	Claims      []map[string]string
+	Scores      []int32
+	Counts      []int32
+	Sets        map[string][]int
+	Decided     map[string][]string
 }
 
 func describe(s *framework.Snapshot, placements map[string]bool) snapshotView {
-	v := snapshotView{Sets: map[string][]int{}, Decided: map[string][]string{}}
+	v := snapshotView{Sets: map[string][]int{}, Decided: map[string][]string{},
+		Terminating: s.Terminating().Indexes(), Tainted: s.Tainted().Indexes()}
 	for i := range s.NumClusters() {
 		info := s.Cluster(i)
 		v.Clusters = append(v.Clusters, info.Name()+" "+info.Cluster.Labels["region"])

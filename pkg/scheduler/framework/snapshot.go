@@ -100,6 +100,8 @@ func (c *ClusterInfo) InventoryAge(now time.Time) (time.Duration, bool) {
 type Snapshot struct {
 	clusters []*ClusterInfo
 	*fleetIndex
+	// terminating and tainted are the clusters being deleted and those with taints.
+	terminating, tainted *Bitset
 
 	decisionCount []int32
 	decided       map[string][]string
@@ -151,10 +153,12 @@ func NewSnapshot(in SnapshotInput) *Snapshot {
 	if !slices.IsSortedFunc(s.clusters, less) {
 		slices.SortFunc(s.clusters, less)
 	}
+	n := len(s.clusters)
+	s.terminating, s.tainted = NewBitset(n), NewBitset(n)
 	for i, c := range s.clusters {
 		s.index[c.Name()] = i
+		s.markCluster(i, c)
 	}
-	n := len(s.clusters)
 	for _, set := range in.Sets {
 		s.setObjs[set.Name] = set
 		members := NewBitset(n)
@@ -190,9 +194,11 @@ func (s *Snapshot) Update(u SnapshotUpdate) *Snapshot {
 	next := *s
 	if len(u.Clusters) > 0 {
 		next.clusters = slices.Clone(s.clusters)
+		next.terminating, next.tainted = s.terminating.Clone(), s.tainted.Clone()
 		for _, info := range u.Clusters {
 			if i, ok := s.index[info.Name()]; ok {
 				next.clusters[i] = info
+				next.markCluster(i, info)
 			}
 		}
 	}
@@ -213,6 +219,19 @@ func (s *Snapshot) Update(u SnapshotUpdate) *Snapshot {
 		}
 	}
 	return &next
+}
+
+// markCluster records in the snapshot's bitsets whether the cluster at index i is terminating
+// and whether it has taints.
+func (s *Snapshot) markCluster(i int, c *ClusterInfo) {
+	s.terminating.Clear(i)
+	if c.Terminating() {
+		s.terminating.Set(i)
+	}
+	s.tainted.Clear(i)
+	if len(c.Cluster.Spec.Taints) > 0 {
+		s.tainted.Set(i)
+	}
 }
 
 func (s *Snapshot) countDecided(names []string, delta int32) {
@@ -244,6 +263,14 @@ func (s *Snapshot) Index(name string) (int, bool) {
 	i, ok := s.index[name]
 	return i, ok
 }
+
+// Terminating returns the clusters being deleted. The bitset is the snapshot's: read it, do
+// not change it.
+func (s *Snapshot) Terminating() *Bitset { return s.terminating }
+
+// Tainted returns the clusters with at least one taint. The bitset is the snapshot's: read
+// it, do not change it.
+func (s *Snapshot) Tainted() *Bitset { return s.tainted }
 
 // ClusterSet returns the members of a set and whether the set exists.
 func (s *Snapshot) ClusterSet(name string) (*Bitset, bool) {

@@ -51,13 +51,13 @@ func (*TaintToleration) Filter(_ context.Context, _ *framework.CycleState, snap 
 	if st := validate(tolerations); st != nil {
 		return nil, st
 	}
-	out := framework.NewBitset(snap.NumClusters())
-	candidates.ForEach(func(i int) {
+	// Clusters without taints pass; only the tainted candidates are looked at.
+	out := candidates.Clone()
+	out.AndNot(snap.Tainted())
+	tainted := candidates.Clone()
+	tainted.And(snap.Tainted())
+	tainted.ForEach(func(i int) {
 		c := snap.Cluster(i).Cluster
-		if len(c.Spec.Taints) == 0 {
-			out.Set(i)
-			return
-		}
 		v := clusterVerdict(c.Spec.Taints, tolerations, req.Decided.Has(i), req.Now)
 		if v.tolerated {
 			out.Set(i)
