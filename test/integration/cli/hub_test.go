@@ -38,6 +38,7 @@ var hubObjectRefs = []string{
 	"role.rbac.authorization.k8s.io/fleetfit:hub:leader-election",
 	"rolebinding.rbac.authorization.k8s.io/fleetfit:hub:leader-election",
 	"clusterrole.rbac.authorization.k8s.io/fleetfit:hub:metrics-reader",
+	"flowschema.flowcontrol.apiserver.k8s.io/fleetfit-hub",
 	"validatingadmissionpolicy.admissionregistration.k8s.io/fleetfit-ocm-int32-ranges",
 	"validatingadmissionpolicybinding.admissionregistration.k8s.io/fleetfit-ocm-int32-ranges",
 	"deployment.apps/fleetfit-hub",
