@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -480,18 +479,14 @@ func (c *Controller) writeDecisionStatus(ctx context.Context, old *clusterv1beta
 	c.decisionWrites.record(key, old.Status.Decisions, decisions)
 	// A merge patch of the whole list: no conflict with a concurrent label update, and no
 	// retry round trip when the informer has not seen our previous write yet.
-	status := map[string]any{"decisions": decisions}
 	var out *clusterv1beta1.PlacementDecision
-	var err error
+	var into runtime.Object // an interface holding a nil pointer would not be nil
 	if readBack {
-		var patch []byte
-		if patch, err = json.Marshal(map[string]any{"status": status}); err != nil {
-			return nil, err
-		}
-		out, err = c.client.ClusterV1beta1().PlacementDecisions(old.Namespace).Patch(ctx, old.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	} else {
-		err = patchStatus(ctx, c.client.ClusterV1beta1().RESTClient(), old.Namespace, "placementdecisions", old.Name, status)
+		out = &clusterv1beta1.PlacementDecision{}
+		into = out
 	}
+	err := patchStatus(ctx, c.client.ClusterV1beta1().RESTClient(), old.Namespace, "placementdecisions", old.Name,
+		map[string]any{"decisions": decisions}, into)
 	if err != nil {
 		c.decisionWrites.forget(key)
 		return nil, fmt.Errorf("updating PlacementDecision %s: %w", old.Name, err)
@@ -505,7 +500,7 @@ func (c *Controller) updateStatus(ctx context.Context, p *clusterv1beta1.Placeme
 		return nil
 	}
 	c.statusWrites.record(key, *p.Status.DeepCopy(), *status.DeepCopy())
-	if err := patchStatus(ctx, c.client.ClusterV1beta1().RESTClient(), p.Namespace, "placements", p.Name, status); err != nil {
+	if err := patchStatus(ctx, c.client.ClusterV1beta1().RESTClient(), p.Namespace, "placements", p.Name, status, nil); err != nil {
 		c.statusWrites.forget(key)
 		return fmt.Errorf("updating status of placement %s/%s: %w", p.Namespace, p.Name, err)
 	}

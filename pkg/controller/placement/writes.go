@@ -6,20 +6,25 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 )
 
-// patchStatus merge-patches the status of an object with status, and reads nothing back:
-// the informers deliver the result. A typed client would decode every answer, which costs
-// about as much CPU as the write's own watch event.
-func patchStatus(ctx context.Context, rc rest.Interface, namespace, resource, name string, status any) error {
+// patchStatus merge-patches the status of an object with status. It decodes the answer into
+// into when into is not nil, and otherwise reads nothing back: the informers deliver the
+// result, and decoding every answer costs about as much CPU as the write's own watch event.
+func patchStatus(ctx context.Context, rc rest.Interface, namespace, resource, name string, status any, into runtime.Object) error {
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
-	return rc.Patch(types.MergePatchType).Namespace(namespace).Resource(resource).Name(name).SubResource("status").
-		Body(patch).Do(ctx).Error()
+	result := rc.Patch(types.MergePatchType).Namespace(namespace).Resource(resource).Name(name).SubResource("status").
+		Body(patch).Do(ctx)
+	if into != nil {
+		return result.Into(into)
+	}
+	return result.Error()
 }
 
 // writeTracker remembers, per object, the last content this controller wrote and what the

@@ -15,7 +15,7 @@ type labelIndex struct {
 	values map[string]map[string][]int32
 }
 
-func (s *Snapshot) labels() map[string]map[string][]int32 {
+func (s *Snapshot) labelPostings() map[string]map[string][]int32 {
 	s.labelIdx.once.Do(func() {
 		values := map[string]map[string][]int32{}
 		for i, c := range s.clusters {
@@ -41,7 +41,7 @@ func (s *Snapshot) MatchingLabels(sel labels.Selector) (*Bitset, bool) {
 	if !selectable {
 		return NewBitset(n), true // labels.Nothing()
 	}
-	index := s.labels()
+	index := s.labelPostings()
 	out := NewFullBitset(n)
 	for _, r := range reqs {
 		byValue := index[r.Key()]
