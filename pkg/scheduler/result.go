@@ -154,3 +154,12 @@ func (r *Result) After(plugin string) *framework.Bitset {
 
 // Snapshot returns the snapshot the cycle ran on.
 func (r *Result) Snapshot() *framework.Snapshot { return r.snap }
+
+// FeasibleCluster reports whether the named cluster passed every filter of the cycle.
+func (r *Result) FeasibleCluster(name string) bool {
+	if r.Feasible == nil || r.snap == nil {
+		return false
+	}
+	i, ok := r.snap.Index(name)
+	return ok && r.Feasible.Has(i)
+}

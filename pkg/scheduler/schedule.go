@@ -241,6 +241,20 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 		}
 		return cmp.Compare(a, b)
 	})
+	if req.Pinned != nil {
+		// The pinned clusters that are still feasible come first, in score order: they are
+		// selected before any other (and, with spread constraints, picked first).
+		pinned := make([]int, 0, len(ordered))
+		rest := make([]int, 0, len(ordered))
+		for _, i := range ordered {
+			if req.Pinned.Has(i) {
+				pinned = append(pinned, i)
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		ordered = append(pinned, rest...)
+	}
 	res.ordered = ordered
 
 	// 5. Select numberOfClusters (all when unset), honouring spread constraints.

@@ -39,6 +39,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/placementmode"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
 // DefaultWorkers is how many placements are scheduled at once by default. A cycle takes
@@ -88,6 +89,11 @@ type Controller struct {
 	sets                 clusterlisterv1beta2.ManagedClusterSetLister
 	bindings             clusterlisterv1beta2.ManagedClusterSetBindingLister
 	intents              fleetfitlisters.HPAIntentLister
+	// intentIndex indexes the HPAIntents by the placements they name (byPlacementRef).
+	intentIndex toolscache.Indexer
+	// interests are the placements that care about clusters they do not decide (see
+	// clusterChanged).
+	interests interests
 
 	queue  workqueue.TypedRateLimitingInterface[string]
 	synced []toolscache.InformerSynced
@@ -111,6 +117,9 @@ type Controller struct {
 	scoreWrites sync.Map
 	// scheduledWrites remembers, by intent UID, the status.scheduledPlacement last written.
 	scheduledWrites sync.Map
+	// moves remembers, by placement key, when a cycle last took a decided cluster away from
+	// the placement, for the rate at which it may follow its scores (see holdStill).
+	moves sync.Map
 	// firstSeen remembers when a Placement created while the controller runs was first seen
 	// (see intentSettle).
 	firstSeen sync.Map
@@ -145,12 +154,16 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit f
 	ctrl := &Controller{
 		client: clients.Cluster, fleetfit: clients.Fleetfit, recorder: clients.Recorder, cache: c, scheduler: sched, opts: opts,
 		placements: pi.Lister(), sets: si.Lister(), bindings: bi.Lister(), intents: hi.Lister(),
+		intentIndex:          hi.Informer().GetIndexer(),
 		decisionsByPlacement: di.Informer().GetIndexer(),
 		commits:              newCommitOrder(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workers.RateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "placements"}),
 	}
 	if err := addDecisionIndex(di.Informer()); err != nil {
+		return nil, err
+	}
+	if err := addIntentIndex(hi.Informer()); err != nil {
 		return nil, err
 	}
 	handlers := []struct {
@@ -191,6 +204,12 @@ func (c *Controller) Run(ctx context.Context) {
 			placements, _ := c.placements.List(labels.Everything())
 			snap := c.cache.Snapshot()
 			for _, p := range placements {
+				c.trackInterest(p, false)
+				if len(snap.DecidedNames(p.Namespace+"/"+p.Name)) > 0 {
+					// A placement that follows its scores waits one scoreRateLimit after a
+					// start before it may move for scores alone: a restart moves nothing.
+					c.moves.LoadOrStore(p.Namespace+"/"+p.Name, now)
+				}
 				// Placements that decide clusters are looked at again only after the startup
 				// grace (see Options.StartupGrace); new ones, and any change from now on, at once.
 				if len(snap.DecidedNames(p.Namespace+"/"+p.Name)) > 0 && c.opts.StartupGrace > 0 {
@@ -254,10 +273,15 @@ func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
 		Add: func(p *clusterv1beta1.Placement) {
 			if c.started.Load() {
 				c.firstSeen.Store(p.Namespace+"/"+p.Name, c.opts.Clock.Now())
+				c.trackInterest(p, false)
 			}
 			c.enqueue(p)
 		},
 		Update: func(old, p *clusterv1beta1.Placement) {
+			if c.started.Load() {
+				// Its status says whether it still waits for clusters.
+				c.trackInterest(p, false)
+			}
 			// Our own status writes come back as updates; only spec and metadata matter.
 			if old.Generation == p.Generation && equality.Semantic.DeepEqual(old.Labels, p.Labels) &&
 				equality.Semantic.DeepEqual(old.Annotations, p.Annotations) && old.DeletionTimestamp.Equal(p.DeletionTimestamp) {
@@ -266,6 +290,8 @@ func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
 			c.enqueue(p)
 		},
 		Delete: func(p *clusterv1beta1.Placement) {
+			c.trackInterest(p, true)
+			c.moves.Delete(p.Namespace + "/" + p.Name)
 			c.firstSeen.Delete(p.Namespace + "/" + p.Name)
 			c.scoreWrites.Delete(p.Namespace + "/" + p.Name)
 			c.statusWrites.forget(p.Namespace + "/" + p.Name)
@@ -383,8 +409,9 @@ func (c *Controller) bindingHandler() toolscache.ResourceEventHandler {
 
 func (c *Controller) scoreHandler() toolscache.ResourceEventHandler {
 	upsert := func(s *clusterv1alpha1.AddOnPlacementScore) {
+		before := c.clusterInfo(s.Namespace)
 		c.cache.UpsertScore(s)
-		c.enqueueForClusters(s.Namespace, usesScore(s.Name))
+		c.scoreChanged(s.Namespace, s.Name, before)
 	}
 	return handler.Funcs[*clusterv1alpha1.AddOnPlacementScore]{
 		Add: upsert,
@@ -394,20 +421,42 @@ func (c *Controller) scoreHandler() toolscache.ResourceEventHandler {
 			}
 		},
 		Delete: func(s *clusterv1alpha1.AddOnPlacementScore) {
+			before := c.clusterInfo(s.Namespace)
 			c.cache.DeleteScore(s.Namespace, s.Name)
-			c.enqueueForClusters(s.Namespace, usesScore(s.Name))
+			c.scoreChanged(s.Namespace, s.Name, before)
 		},
 	}
 }
 
+// scoreChanged requeues what a change of the cluster's AddOnPlacementScore can change: the
+// placements whose AddOn prioritizer's value changed (see clusterChanged), and those whose CEL
+// predicates read scores(), which read the scores themselves.
+func (c *Controller) scoreChanged(cluster, name string, before *framework.ClusterInfo) {
+	if !c.started.Load() {
+		return
+	}
+	c.clusterChanged(framework.ClusterEvent{Old: before, New: c.clusterInfo(cluster), Now: c.opts.Clock.Now()}, "AddOnPlacementScore")
+	c.enqueueBound(cluster, readsScoresInCEL)
+}
+
+// clusterInfo returns the cluster's current info once the controller has started (nil before:
+// the initial lists requeue nothing).
+func (c *Controller) clusterInfo(cluster string) *framework.ClusterInfo {
+	if !c.started.Load() {
+		return nil
+	}
+	return c.cache.ClusterInfo(cluster)
+}
+
 func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
 	upsert := func(inv *fleetfitv1alpha1.ClusterInventory) {
+		before := c.clusterInfo(inv.Namespace)
 		if !c.cache.UpsertInventory(inv) {
 			c.recorder.Eventf(inv, nil, corev1.EventTypeWarning, "IgnoredInventory", "Schedule",
 				"Only the ClusterInventory named %q describes cluster %s; this one is ignored (delete it)", inv.Namespace, inv.Namespace)
 			return
 		}
-		c.enqueueForClusters(inv.Namespace, c.usesInventory)
+		c.inventoryChanged(inv.Namespace, before)
 	}
 	return handler.Funcs[*fleetfitv1alpha1.ClusterInventory]{
 		Add: upsert,
@@ -418,11 +467,21 @@ func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
 		},
 		Delete: func(inv *fleetfitv1alpha1.ClusterInventory) {
 			if cache.InventoryName(inv) {
+				before := c.clusterInfo(inv.Namespace)
 				c.cache.DeleteInventory(inv)
-				c.enqueueForClusters(inv.Namespace, c.usesInventory)
+				c.inventoryChanged(inv.Namespace, before)
 			}
 		},
 	}
+}
+
+// inventoryChanged requeues the placements whose result the cluster's new report (or its
+// absence) can change: a heartbeat, or a change no plugin reads, requeues none.
+func (c *Controller) inventoryChanged(cluster string, before *framework.ClusterInfo) {
+	if !c.started.Load() {
+		return
+	}
+	c.clusterChanged(framework.ClusterEvent{Old: before, New: c.clusterInfo(cluster), Now: c.opts.Clock.Now()}, "ClusterInventory")
 }
 
 func (c *Controller) intentHandler() toolscache.ResourceEventHandler {

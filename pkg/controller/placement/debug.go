@@ -83,7 +83,7 @@ func (c *Controller) DebugHandler(authz authorizer.Authorizer) http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		res := c.dryRun(r, p, intents)
+		res := c.dryRun(r, p, intents, r.Method == http.MethodGet)
 		logger.V(4).Info("Served placement debug request", "placement", klog.KObj(p), "verb", verb)
 		writeJSON(w, http.StatusOK, res)
 	})
@@ -112,7 +112,7 @@ func (c *Controller) allowed(w http.ResponseWriter, r *http.Request, authz autho
 
 // dryRun schedules p against the current snapshot with explain on, and lays out the decisions
 // as they would be written (keeping the existing objects' slots when the placement exists).
-func (c *Controller) dryRun(r *http.Request, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent) DebugResult {
+func (c *Controller) dryRun(r *http.Request, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent, stored bool) DebugResult {
 	existing := map[string][]string{}
 	if old, err := c.existingDecisions(p); err == nil {
 		for n, d := range old {
@@ -122,9 +122,17 @@ func (c *Controller) dryRun(r *http.Request, p *clusterv1beta1.Placement, intent
 	// Bounded by the request (a client that goes away stops the cycle) and by debugTimeout.
 	ctx, cancel := context.WithTimeout(r.Context(), debugTimeout)
 	defer cancel()
+	// For a stored placement, the decided clusters the controller's next cycle would keep are
+	// kept here too, so that explain shows what the hub would do; a posted one is a change of
+	// the placement, which the hub schedules as OCM does.
+	now := c.opts.Clock.Now()
+	var pinned []string
+	if stored {
+		pinned, _, _ = c.holdStill(p, intents, flatten(existing), now)
+	}
 	plan := PlanCycle(ctx, PlanInput{
 		Scheduler: c.scheduler, Snapshot: c.cache.Snapshot(), Placement: p, Intents: intents,
-		Existing: existing, Now: c.opts.Clock.Now(), Explain: true,
+		Existing: existing, Now: now, Explain: true, Pinned: pinned,
 	})
 	out := DebugResult{Explanation: *scheduler.Explain(p.Namespace+"/"+p.Name, plan.Result)}
 	if plan.Kept {

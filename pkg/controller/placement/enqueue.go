@@ -21,43 +21,9 @@ func (c *Controller) enqueueForClusters(cluster string, affects func(*clusterv1b
 		return
 	}
 	deciding := c.cache.DecidedBy(cluster)
-	memberOf := sets.New[string]()
-	allSets, _ := c.sets.List(labels.Everything())
-	for _, s := range allSets {
-		for _, cl := range objs {
-			if inSet(s, cl) {
-				memberOf.Insert(s.Name)
-			}
-		}
-	}
-	if len(objs) == 0 {
-		// A score or inventory changed: the cluster object tells which sets it is in.
-		if cl, ok := c.cache.Cluster(cluster); ok {
-			for _, s := range allSets {
-				if inSet(s, cl) {
-					memberOf.Insert(s.Name)
-				}
-			}
-		}
-	}
-	bindings, _ := c.bindings.List(labels.Everything())
-	namespaces := sets.New[string]()
-	for _, b := range bindings {
-		if memberOf.Has(b.Name) {
-			namespaces.Insert(b.Namespace)
-		}
-	}
-	for ns := range namespaces {
-		c.enqueueNamespace(ns, func(p *clusterv1beta1.Placement) bool {
-			if deciding.Has(p.Namespace + "/" + p.Name) {
-				return true
-			}
-			if len(p.Spec.ClusterSets) > 0 && !memberOf.HasAny(p.Spec.ClusterSets...) {
-				return false
-			}
-			return affects(p)
-		})
-	}
+	_, namespaces := c.enqueueBound(cluster, func(p *clusterv1beta1.Placement) bool {
+		return deciding.Has(p.Namespace+"/"+p.Name) || affects(p)
+	}, objs...)
 	for key := range deciding {
 		ns, name, _ := strings.Cut(key, "/")
 		if namespaces.Has(ns) {
@@ -67,6 +33,36 @@ func (c *Controller) enqueueForClusters(cluster string, affects func(*clusterv1b
 			c.enqueue(p)
 		}
 	}
+}
+
+// enqueueBound requeues the placements that match in the namespaces bound to a set the
+// cluster belongs to (before or after the change, given objs; as the cache has it without),
+// when their spec.clusterSets allow one of those sets. It returns the sets and the namespaces.
+func (c *Controller) enqueueBound(cluster string, match func(*clusterv1beta1.Placement) bool,
+	objs ...*clusterv1.ManagedCluster) (memberOf, namespaces sets.Set[string]) {
+	if len(objs) == 0 {
+		memberOf = c.setsOf(cluster)
+	} else {
+		memberOf = sets.New[string]()
+		allSets, _ := c.sets.List(labels.Everything())
+		for _, s := range allSets {
+			for _, cl := range objs {
+				if inSet(s, cl) {
+					memberOf.Insert(s.Name)
+				}
+			}
+		}
+	}
+	namespaces = c.boundNamespaces(memberOf)
+	for ns := range namespaces {
+		c.enqueueNamespace(ns, func(p *clusterv1beta1.Placement) bool {
+			if len(p.Spec.ClusterSets) > 0 && !memberOf.HasAny(p.Spec.ClusterSets...) {
+				return false
+			}
+			return match(p)
+		})
+	}
+	return memberOf, namespaces
 }
 
 // enqueueNamespace requeues the placements of a namespace that match.
@@ -109,34 +105,17 @@ func mayMatchCluster(cl *clusterv1.ManagedCluster) func(*clusterv1beta1.Placemen
 	}
 }
 
-// usesScore returns whether a placement reads the named AddOnPlacementScore: through an AddOn
-// prioritizer, or possibly through CEL's scores().
-func usesScore(name string) func(*clusterv1beta1.Placement) bool {
-	return func(p *clusterv1beta1.Placement) bool {
-		for _, cfg := range p.Spec.PrioritizerPolicy.Configurations {
-			if sc := cfg.ScoreCoordinate; sc != nil && sc.AddOn != nil && sc.AddOn.ResourceName == name && cfg.Weight != 0 {
+// readsScoresInCEL reports whether a placement's CEL predicates may read AddOnPlacementScores
+// through scores(), which reads them from the hub's lister rather than from the cycle's
+// snapshot: any change of a score of a cluster may change what they select. (AddOn
+// prioritizers read the snapshot and say themselves which changes matter.)
+func readsScoresInCEL(p *clusterv1beta1.Placement) bool {
+	for _, pr := range p.Spec.Predicates {
+		for _, e := range pr.RequiredClusterSelector.CelSelector.CelExpressions {
+			if strings.Contains(e, "scores(") {
 				return true
 			}
 		}
-		for _, pr := range p.Spec.Predicates {
-			for _, e := range pr.RequiredClusterSelector.CelSelector.CelExpressions {
-				if strings.Contains(e, "scores(") {
-					return true
-				}
-			}
-		}
-		return false
 	}
-}
-
-// usesInventory returns whether a placement's result depends on ClusterInventories: it has
-// HPAIntents, or a resource prioritizer reads real free resources.
-func (c *Controller) usesInventory(p *clusterv1beta1.Placement) bool {
-	for _, cfg := range p.Spec.PrioritizerPolicy.Configurations {
-		if sc := cfg.ScoreCoordinate; sc != nil && cfg.Weight != 0 &&
-			(strings.HasPrefix(sc.BuiltIn, "ResourceAllocatable") || strings.HasPrefix(sc.BuiltIn, "ResourceRatio")) {
-			return true
-		}
-	}
-	return len(c.intentsFor(p)) > 0
+	return false
 }

@@ -14,6 +14,11 @@ type Metrics struct {
 	bindDuration   prometheus.Histogram
 	pluginDuration *prometheus.HistogramVec
 	cycles         *prometheus.CounterVec
+	// clusterEvents counts the placements a change of what a cluster reports was checked
+	// against, by the kind of object and whether it requeued them; decidedRemovals counts the
+	// decided clusters that cycles took away from placements, by why they could.
+	clusterEvents   *prometheus.CounterVec
+	decidedRemovals *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -36,9 +41,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "fleetfit", Subsystem: "scheduler", Name: "cycles_total",
 			Help: "Scheduling cycles by result (scheduled, misconfigured, error).",
 		}, []string{"result"}),
+		clusterEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "fleetfit", Subsystem: "scheduler", Name: "cluster_event_placements_total",
+			Help: "Placements checked against a change of what a cluster reports (source: ClusterInventory, AddOnPlacementScore, Reservation), by whether their plugins requeued them (hint: Queue or QueueSkip).",
+		}, []string{"source", "hint"}),
+		decidedRemovals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "fleetfit", Subsystem: "scheduler", Name: "decided_cluster_removals_total",
+			Help: "Decided clusters that cycles took away from placements, by reason (NoLongerFeasible, PlacementChanged, Rebalance, FollowScores, FewerClusters).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.cycleDuration, m.bindDuration, m.pluginDuration, m.cycles)
+		reg.MustRegister(m.cycleDuration, m.bindDuration, m.pluginDuration, m.cycles, m.clusterEvents, m.decidedRemovals)
 	}
 	return m
 }
@@ -58,4 +71,13 @@ func (m *Metrics) observeCycle(res *scheduler.Result, d time.Duration) {
 		}
 	}
 	m.cycles.WithLabelValues(result).Inc()
+}
+
+func (m *Metrics) observeClusterEvent(source string, queued, skipped int) {
+	if queued > 0 {
+		m.clusterEvents.WithLabelValues(source, "Queue").Add(float64(queued))
+	}
+	if skipped > 0 {
+		m.clusterEvents.WithLabelValues(source, "QueueSkip").Add(float64(skipped))
+	}
 }

@@ -25,6 +25,9 @@ type PlanInput struct {
 	Now      time.Time
 	// Explain records every filter's rejections and every prioritizer's scores.
 	Explain bool
+	// Pinned are the decided clusters the cycle keeps while they stay feasible (see
+	// holdStill); nil pins none.
+	Pinned []string
 }
 
 // Plan is what one scheduling cycle of a placement would write, computed without writing: the
@@ -50,6 +53,9 @@ func PlanCycle(ctx context.Context, in PlanInput) *Plan {
 	p := in.Placement
 	key := p.Namespace + "/" + p.Name
 	req := &framework.Request{Placement: p, Intents: in.Intents, Decided: in.Snapshot.BitsetOf(in.Snapshot.DecidedNames(key)), Now: in.Now}
+	if in.Pinned != nil {
+		req.Pinned = in.Snapshot.BitsetOf(in.Pinned)
+	}
 	res := in.Scheduler.Schedule(ctx, in.Snapshot, req, scheduler.Options{Explain: in.Explain || len(in.Intents) > 0})
 	plan := &Plan{Result: res}
 	st := res.Status

@@ -58,7 +58,9 @@ func misconfiguredCondition(st *framework.Status) metav1.Condition {
 
 // satisfiedCondition follows OCM's order of checks and its reasons and messages.
 func satisfiedCondition(p *clusterv1beta1.Placement, res *scheduler.Result) metav1.Condition {
-	c := metav1.Condition{Type: clusterv1beta1.PlacementConditionSatisfied, Status: metav1.ConditionFalse}
+	// The generation it was computed for tells the next cycle whether the placement changed
+	// since (see holdStill).
+	c := metav1.Condition{Type: clusterv1beta1.PlacementConditionSatisfied, Status: metav1.ConditionFalse, ObservedGeneration: p.Generation}
 	switch {
 	case res.NumBindings == 0:
 		c.Reason = "NoManagedClusterSetBindings"

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -63,8 +62,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		ticket = c.commits.begin()
 		defer c.commits.end(ticket)
 	}
+	now := c.opts.Clock.Now()
+	before := flatten(existingNames)
+	pinned, why, followWait := c.holdStill(p, intents, before, now)
 	start := time.Now()
-	plan, err := c.scheduleCycle(ctx, p, intents, existingNames, ticket)
+	plan, err := c.scheduleCycle(ctx, p, intents, existingNames, pinned, ticket)
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,35 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	return c.writeDecisions(ctx, key, p, plan, existing, existingNames)
+	if err := c.writeDecisions(ctx, key, p, plan, existing, existingNames); err != nil {
+		return err
+	}
+	c.recordRemovals(p, plan.Result, before, plan.Result.Decisions(), why, now)
+	c.released(plan, before, len(intents))
+	if len(intents) > 0 && plan.Result.Unscheduled > 0 {
+		// It waits for room: a reservation that lapses gives some back with no report.
+		if d := nextReservationExpiry(plan.Result.Snapshot(), key, now); d > 0 {
+			c.queue.AddAfter(key, d+time.Second)
+		}
+	}
+	if why == moveRebalance {
+		c.rebalanced(ctx, p)
+	}
+	if followWait > 0 {
+		// It follows its scores but moved less than a scoreRateLimit ago: it looks again
+		// when it may move.
+		c.queue.AddAfter(key, followWait)
+	}
+	return nil
+}
+
+// flatten returns the cluster names of every decision, sorted and without repeats.
+func flatten(names map[string][]string) []string {
+	all := sets.New[string]()
+	for _, ns := range names {
+		all.Insert(ns...)
+	}
+	return sets.List(all)
 }
 
 // placementToSchedule returns the placement with this key when fleetfit is to schedule it,
@@ -148,7 +178,8 @@ func decidedClusters(existing map[string]*clusterv1beta1.PlacementDecision) (map
 	return names, decided
 }
 
-// scheduleCycle runs the scheduling cycle of p and returns its plan.
+// scheduleCycle runs the scheduling cycle of p, keeping the pinned clusters while they are
+// feasible (see holdStill), and returns its plan.
 //
 // Placements with intents take capacity: between the snapshot a cycle reads and recording
 // what its result reserves, no other placement may reserve, or two cycles could count the
@@ -162,12 +193,13 @@ func decidedClusters(existing map[string]*clusterv1beta1.PlacementDecision) (map
 // nothing is reserved and no lock is taken. The error is ctx's, when it ends before a
 // result could be reserved; reserveMu is never held when scheduleCycle returns.
 func (c *Controller) scheduleCycle(ctx context.Context, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent,
-	existingNames map[string][]string, ticket uint64) (*Plan, error) {
+	existingNames map[string][]string, pinned []string, ticket uint64) (*Plan, error) {
 	for {
 		snap, epoch := c.cache.SnapshotAt()
 		now := c.opts.Clock.Now()
 		// With intents, rejections are recorded: the intents' Scheduled condition says why.
-		plan := PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames, Now: now})
+		plan := PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames,
+			Pinned: pinned, Now: now})
 		if len(intents) == 0 || plan.Kept {
 			return plan, nil
 		}
@@ -299,13 +331,6 @@ func conditionMessage(st *framework.Status) string {
 		return textcap.Truncate(st.Message(), textcap.MaxMessage)
 	}
 	return textcap.Truncate(fmt.Sprintf("%s:%s", st.Plugin(), st.Message()), textcap.MaxMessage)
-}
-
-// intentsFor returns the intents that shape p, following what each intent last shaped (see
-// hpa.IntentsOf).
-func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1.HPAIntent {
-	all, _ := c.intents.HPAIntents(p.Namespace).List(labels.Everything())
-	return hpa.IntentsOf(p.Namespace, p.Name, all, true)
 }
 
 // byPlacement indexes PlacementDecisions by "namespace/placement", from OCM's placement

@@ -537,3 +537,16 @@ func (c *Cache) Load(o Objects) {
 		c.UpsertDecision(d)
 	}
 }
+
+// ClusterInfo returns the current info of a cached cluster, building it when its inputs
+// changed since it was last built, or nil for a cluster the cache does not hold. The info is
+// the one the next snapshot holds: the controller compares it with the info after a change
+// to tell which placements the change concerns.
+func (c *Cache) ClusterInfo(name string) *framework.ClusterInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.clusters[name]; !ok {
+		return nil
+	}
+	return c.info(name)
+}

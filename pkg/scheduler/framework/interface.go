@@ -43,6 +43,10 @@ type Request struct {
 	Intents []*fleetfitv1alpha1.HPAIntent
 	// Decided holds the clusters in the Placement's current decisions; never nil.
 	Decided *Bitset
+	// Pinned holds the decided clusters that the cycle keeps while they stay feasible, ahead
+	// of any other cluster whatever the scores (the placement controller's hold-still rule);
+	// nil pins none, and the cycle ranks every feasible cluster as OCM's does.
+	Pinned *Bitset
 	// Now is the cycle's time; plugins use it instead of a clock so a cycle is consistent.
 	Now time.Time
 }

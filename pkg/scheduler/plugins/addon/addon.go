@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
@@ -30,7 +31,11 @@ type AddOn struct {
 	scoreName    string
 }
 
-var _ framework.ScorePlugin = &AddOn{}
+var (
+	_ framework.ScorePlugin       = &AddOn{}
+	_ framework.EnqueueExtensions = &AddOn{}
+	_ framework.MovePolicy        = &AddOn{}
+)
 
 // New is the plugin's factory; it needs the coordinate's AddOn.
 func New(_ framework.Handle, args framework.Args) (framework.Plugin, error) {
@@ -50,6 +55,47 @@ func newAddOn(a *clusterv1beta1.AddOnScore) *AddOn {
 
 // Name returns "AddOn/<resourceName>/<scoreName>".
 func (a *AddOn) Name() string { return a.name }
+
+// ClusterChanged implements framework.EnqueueExtensions: the cluster's value of the score
+// changed (appeared, expired, or took another value), and the placement decides the cluster
+// or follows its scores. Other scores of the same object, and a rewrite with the same values,
+// requeue nothing.
+func (a *AddOn) ClusterChanged(ev framework.ClusterEvent, t *framework.Target) framework.QueueingHint {
+	if !t.Decides && !t.Follows {
+		return framework.QueueSkip
+	}
+	if ev.Old == nil {
+		return framework.Queue
+	}
+	v0, ok0 := a.value(ev.Old, ev.Now)
+	v1, ok1 := a.value(ev.New, ev.Now)
+	if ok0 != ok1 || v0 != v1 {
+		return framework.Queue
+	}
+	return framework.QueueSkip
+}
+
+// value returns the cluster's score at now; ok is false when the object or the score is
+// missing, or the object has expired.
+func (a *AddOn) value(info *framework.ClusterInfo, now time.Time) (v int64, ok bool) {
+	obj := info.Scores[a.resourceName]
+	if obj == nil {
+		return 0, false
+	}
+	if u := obj.Status.ValidUntil; u != nil && now.After(u.Time) {
+		return 0, false
+	}
+	for _, item := range obj.Status.Scores {
+		if item.Name == a.scoreName {
+			v, ok = int64(item.Value), true
+		}
+	}
+	return v, ok
+}
+
+// MoveRole implements framework.MovePolicy: the prioritizer reads what an add-on reports of
+// each cluster.
+func (a *AddOn) MoveRole() framework.MoveRole { return framework.MoveFollows }
 
 // Score reads the cluster's AddOnPlacementScore from the snapshot. Expired objects are
 // collected into one Warning.

@@ -49,6 +49,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
@@ -66,9 +67,10 @@ const parallelism = 4
 type HardwareFit struct{}
 
 var (
-	_ framework.PreFilterPlugin = &HardwareFit{}
-	_ framework.FilterPlugin    = &HardwareFit{}
-	_ framework.ScorePlugin     = &HardwareFit{}
+	_ framework.PreFilterPlugin   = &HardwareFit{}
+	_ framework.FilterPlugin      = &HardwareFit{}
+	_ framework.ScorePlugin       = &HardwareFit{}
+	_ framework.EnqueueExtensions = &HardwareFit{}
 )
 
 // New creates the plugin; it takes no arguments.
@@ -104,9 +106,13 @@ func (p *HardwareFit) PreFilter(_ context.Context, state *framework.CycleState, 
 
 // prepare flattens the compiled pods of the request's intents.
 func prepare(snap *framework.Snapshot, req *framework.Request) *cycleState {
+	return prepareWith(snap.Intent, req)
+}
+
+func prepareWith(compile func(*fleetfitv1alpha1.HPAIntent) (*hpa.Intent, error), req *framework.Request) *cycleState {
 	s := &cycleState{}
 	for _, in := range req.Intents {
-		compiled, err := snap.Intent(in)
+		compiled, err := compile(in)
 		if err != nil {
 			return &cycleState{misconfigured: framework.Misconfiguredf("HPAIntent %s: %v", in.Name, err)}
 		}
@@ -138,6 +144,50 @@ func stateOf(state *framework.CycleState, snap *framework.Snapshot, req *framewo
 		state.Write(stateKey, s)
 	}
 	return s
+}
+
+// ClusterChanged implements framework.EnqueueExtensions. What the filter reads of a cluster is
+// its report and the reservations on it; what a new report can change depends on what the
+// cluster is to the placement:
+//   - a cluster the placement decides keeps passing while its nodes have the features the
+//     pods require (see stillFits), whatever room is left, which its own pods may be using:
+//     only a change of that answer requeues it;
+//   - a cluster it does not decide matters only when the placement waits for clusters, and
+//     then only when the full check passes now and did not before (room freed, a node added,
+//     a report fresh again, a reservation released);
+//   - to a placement that has all the clusters it asked for, room appearing or going on a
+//     cluster it does not decide changes nothing: new decisions only fill unscheduled slots,
+//     and the optional requirements' score does not by itself move a decided cluster.
+func (p *HardwareFit) ClusterChanged(ev framework.ClusterEvent, t *framework.Target) framework.QueueingHint {
+	if len(t.Request.Intents) == 0 || (!t.Decides && !t.Waiting) {
+		return framework.QueueSkip
+	}
+	s := prepareWith(t.Intent, t.Request)
+	if s.misconfigured != nil {
+		// The intent's own events bring the placement back; no cluster changes that.
+		return framework.QueueSkip
+	}
+	key := t.Request.Key()
+	// As in Filter: the relaxed check only when every intent chose the decided clusters.
+	relaxed := t.Decides && t.Request.KeepsDecided()
+	fits := func(info *framework.ClusterInfo) bool {
+		if info == nil {
+			return false
+		}
+		ok, _ := info.FitsHardware(s.pods, key, relaxed, ev.Now)
+		return ok
+	}
+	now := fits(ev.New)
+	if t.Decides {
+		if ev.Old == nil || now != fits(ev.Old) {
+			return framework.Queue
+		}
+		return framework.QueueSkip
+	}
+	if now && !fits(ev.Old) {
+		return framework.Queue
+	}
+	return framework.QueueSkip
 }
 
 // Filter implements framework.FilterPlugin.

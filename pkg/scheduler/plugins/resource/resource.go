@@ -65,7 +65,11 @@ type Prioritizer struct {
 	algorithm algorithm
 }
 
-var _ framework.ScorePlugin = &Prioritizer{}
+var (
+	_ framework.ScorePlugin       = &Prioritizer{}
+	_ framework.EnqueueExtensions = &Prioritizer{}
+	_ framework.MovePolicy        = &Prioritizer{}
+)
 
 // NewAllocatableCPU is the factory of ResourceAllocatableCPU.
 func NewAllocatableCPU(_ framework.Handle, args framework.Args) (framework.Plugin, error) {
@@ -128,6 +132,29 @@ func (p *Prioritizer) Score(_ context.Context, _ *framework.CycleState, snap *fr
 	}
 	return nil
 }
+
+// ClusterChanged implements framework.EnqueueExtensions: the value the prioritizer reads of the
+// cluster changed, and the placement decides the cluster (its score there is written in its
+// decisions, at most once per scoreRateLimit) or follows its scores (the cluster may now
+// outrank a decided one). A placement that neither decides the cluster nor follows keeps its
+// decided clusters whatever this cluster's score.
+func (p *Prioritizer) ClusterChanged(ev framework.ClusterEvent, t *framework.Target) framework.QueueingHint {
+	if !t.Decides && !t.Follows {
+		return framework.QueueSkip
+	}
+	if ev.Old == nil {
+		return framework.Queue
+	}
+	v0, of0, ok0 := p.value(ev.Old, ev.Now)
+	v1, of1, ok1 := p.value(ev.New, ev.Now)
+	if ok0 != ok1 || v0 != v1 || (p.algorithm == ratio && of0 != of1) {
+		return framework.Queue
+	}
+	return framework.QueueSkip
+}
+
+// MoveRole implements framework.MovePolicy: the prioritizer reads what clusters report.
+func (p *Prioritizer) MoveRole() framework.MoveRole { return framework.MoveFollows }
 
 type amount struct {
 	cluster int

@@ -14,13 +14,19 @@ const Name = "Steady"
 // Steady prefers the clusters a placement already decides.
 type Steady struct{}
 
-var _ framework.ScorePlugin = &Steady{}
+var (
+	_ framework.ScorePlugin = &Steady{}
+	_ framework.MovePolicy  = &Steady{}
+)
 
 // New is the plugin's factory; Steady takes no arguments.
 func New(_ framework.Handle, _ framework.Args) (framework.Plugin, error) { return &Steady{}, nil }
 
 // Name returns the builtIn name.
 func (*Steady) Name() string { return Name }
+
+// MoveRole implements framework.MovePolicy: Steady holds the decided clusters.
+func (*Steady) MoveRole() framework.MoveRole { return framework.MoveHolds }
 
 // Score gives MaxClusterScore to the feasible clusters in req.Decided. The others keep the
 // zero that scores starts with.

@@ -1,0 +1,246 @@
+package placement
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	toolscache "k8s.io/client-go/tools/cache"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
+)
+
+// What a cluster reports (its ClusterInventory, its AddOnPlacementScores, the reservations
+// held on it) requeues a placement only when one of the plugins the placement runs says the
+// change can change its result (framework.EnqueueExtensions). The placements asked are the
+// ones a report can concern at all: those that decide the cluster, and those whose interest
+// says they look beyond their decided clusters — they wait for clusters, or follow their
+// scores (see interest). Every other placement is left alone without being looked at, so a
+// report costs the hub the placements it can change, not the number of placements.
+
+// interest is what makes a placement care about clusters it does not decide.
+type interest struct {
+	// waiting: it wants clusters it does not have (unscheduled decisions, or every feasible
+	// cluster because it sets no numberOfClusters).
+	waiting bool
+	// follows: its decided clusters may move for scores alone (scheduler.Follows).
+	follows bool
+}
+
+// interests holds the interest of every placement that has one, by key. It is kept from the
+// Placement's informer events (its spec and its status, which says how many clusters it has).
+type interests struct {
+	mu sync.RWMutex
+	m  map[string]interest
+}
+
+func (s *interests) set(key string, in interest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !in.waiting && !in.follows {
+		delete(s.m, key)
+		return
+	}
+	if s.m == nil {
+		s.m = map[string]interest{}
+	}
+	s.m[key] = in
+}
+
+func (s *interests) get(key string) interest {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m[key]
+}
+
+// inNamespaces returns the keys of the placements with an interest in the namespaces.
+func (s *interests) inNamespaces(namespaces sets.Set[string]) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for key := range s.m {
+		ns, _, _ := strings.Cut(key, "/")
+		if namespaces.Has(ns) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// interestOf computes a placement's interest from its spec and the status this controller
+// wrote last.
+func (c *Controller) interestOf(p *clusterv1beta1.Placement) interest {
+	waiting := p.Spec.NumberOfClusters == nil || p.Status.NumberOfSelectedClusters < *p.Spec.NumberOfClusters
+	return interest{waiting: waiting, follows: c.scheduler.Follows(p)}
+}
+
+// trackInterest records a placement's interest (or forgets it, for a deleted one).
+func (c *Controller) trackInterest(p *clusterv1beta1.Placement, deleted bool) {
+	key := p.Namespace + "/" + p.Name
+	if deleted || !c.Handles(p) {
+		c.interests.set(key, interest{})
+		return
+	}
+	c.interests.set(key, c.interestOf(p))
+}
+
+// clusterChanged requeues the placements whose result ev, a change of what the cluster
+// reports, can change. source names the kind of object that changed, for the metric.
+func (c *Controller) clusterChanged(ev framework.ClusterEvent, source string) {
+	if !c.started.Load() || ev.New == nil {
+		return
+	}
+	cluster := ev.Name()
+	deciding := c.cache.DecidedBy(cluster)
+	candidates := deciding.Clone()
+	// Placements that look beyond their decided clusters, in the namespaces that can use
+	// this one; whether their cluster sets allow it is checked below.
+	memberOf := c.setsOf(cluster)
+	namespaces := c.boundNamespaces(memberOf)
+	for _, key := range c.interests.inNamespaces(namespaces) {
+		candidates.Insert(key)
+	}
+	queued, skipped := 0, 0
+	for _, key := range sets.List(candidates) {
+		ns, name, _ := strings.Cut(key, "/")
+		p, err := c.placements.Placements(ns).Get(name)
+		if err != nil || !c.Handles(p) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		decides := deciding.Has(key)
+		if !decides && (!namespaces.Has(ns) || len(p.Spec.ClusterSets) > 0 && !memberOf.HasAny(p.Spec.ClusterSets...)) {
+			continue
+		}
+		in := c.interests.get(key)
+		t := &framework.Target{
+			Request: &framework.Request{Placement: p, Intents: c.withWrittenScheduledPlacement(c.intentsFor(p)),
+				Decided: framework.NewBitset(0), Now: ev.Now},
+			Decides: decides, Waiting: in.waiting, Follows: in.follows, Intents: c.cache,
+		}
+		if c.scheduler.ClusterChanged(ev, t) {
+			queued++
+			c.enqueue(p)
+		} else {
+			skipped++
+		}
+	}
+	c.opts.Metrics.observeClusterEvent(source, queued, skipped)
+}
+
+// setsOf returns the names of the cluster sets the cluster belongs to.
+func (c *Controller) setsOf(cluster string) sets.Set[string] {
+	memberOf := sets.New[string]()
+	cl, ok := c.cache.Cluster(cluster)
+	if !ok {
+		return memberOf
+	}
+	all, _ := c.sets.List(labels.Everything())
+	for _, s := range all {
+		if inSet(s, cl) {
+			memberOf.Insert(s.Name)
+		}
+	}
+	return memberOf
+}
+
+// boundNamespaces returns the namespaces with a binding to one of the sets.
+func (c *Controller) boundNamespaces(setNames sets.Set[string]) sets.Set[string] {
+	namespaces := sets.New[string]()
+	if setNames.Len() == 0 {
+		return namespaces
+	}
+	bindings, _ := c.bindings.List(labels.Everything())
+	for _, b := range bindings {
+		if setNames.Has(b.Name) {
+			namespaces.Insert(b.Namespace)
+		}
+	}
+	return namespaces
+}
+
+// byPlacementRef indexes HPAIntents by "namespace/placement" for the Placement each names and
+// the one it last shaped (status.scheduledPlacement): a cycle, and a cluster event's check of
+// a placement, read its intents without going through every intent of the namespace.
+const byPlacementRef = "byPlacementRef"
+
+// addIntentIndex adds byPlacementRef to the HPAIntent informer, unless another user of the
+// shared informer already did.
+func addIntentIndex(informer toolscache.SharedIndexInformer) error {
+	if _, ok := informer.GetIndexer().GetIndexers()[byPlacementRef]; ok {
+		return nil
+	}
+	return informer.AddIndexers(toolscache.Indexers{byPlacementRef: func(obj any) ([]string, error) {
+		in, ok := obj.(*fleetfitv1alpha1.HPAIntent)
+		if !ok {
+			return nil, nil
+		}
+		keys := sets.New[string]()
+		for _, name := range []string{in.Spec.PlacementRef.Name, in.Status.ScheduledPlacement} {
+			if name != "" {
+				keys.Insert(in.Namespace + "/" + name)
+			}
+		}
+		return sets.List(keys), nil
+	}})
+}
+
+// intentsFor returns the intents that shape p, following what each intent last shaped (see
+// hpa.IntentsOf).
+func (c *Controller) intentsFor(p *clusterv1beta1.Placement) []*fleetfitv1alpha1.HPAIntent {
+	objs, err := c.intentIndex.ByIndex(byPlacementRef, p.Namespace+"/"+p.Name)
+	if err != nil {
+		return nil
+	}
+	all := make([]*fleetfitv1alpha1.HPAIntent, 0, len(objs))
+	for _, obj := range objs {
+		if in, ok := obj.(*fleetfitv1alpha1.HPAIntent); ok {
+			all = append(all, in)
+		}
+	}
+	return hpa.IntentsOf(p.Namespace, p.Name, all, true)
+}
+
+// released tells the placements that wait for room that the clusters a cycle took away from a
+// placement with intents may have room again: its reservations there are gone (Reserve
+// dropped them). The old info is the one the cycle read.
+func (c *Controller) released(plan *Plan, before []string, intents int) {
+	if intents == 0 {
+		return
+	}
+	kept := sets.New[string]()
+	for _, d := range plan.Result.Decisions() {
+		kept.Insert(d.ClusterName)
+	}
+	snap, now := plan.Result.Snapshot(), c.opts.Clock.Now()
+	for _, name := range before {
+		if kept.Has(name) {
+			continue
+		}
+		if i, ok := snap.Index(name); ok {
+			c.clusterChanged(framework.ClusterEvent{Old: snap.Cluster(i), New: c.cache.ClusterInfo(name), Now: now}, "Reservation")
+		}
+	}
+}
+
+// nextReservationExpiry returns how long until the first active reservation of another
+// placement lapses, anywhere in the snapshot, or 0 when none is held. A placement that waits
+// for room looks again then: a lapsed reservation gives room back without any report.
+func nextReservationExpiry(snap *framework.Snapshot, key string, now time.Time) time.Duration {
+	var next time.Duration
+	for i := range snap.NumClusters() {
+		for _, r := range snap.Cluster(i).Reservations {
+			if r.Placement == key || !r.Active(now) {
+				continue
+			}
+			if d := r.Until.Sub(now); next == 0 || d < next {
+				next = d
+			}
+		}
+	}
+	return next
+}
