@@ -120,7 +120,7 @@ func RestartHubProcess(ctx context.Context, hub *Component) error {
 // sum over all label sets) served on /metrics by a fleetfit-hub started with
 // StartHubProcess, read as hub's admin. found is false when the hub serves no
 // such metric.
-func HubMetrics(ctx context.Context, hub *ControlPlane, c *Component, name string) (value float64, found bool, err error) {
+func HubMetrics(ctx context.Context, hub *ControlPlane, c Endpoint, name string) (value float64, found bool, err error) {
 	body, err := HubGet(ctx, hub, c, "/metrics")
 	if err != nil {
 		return 0, false, err
@@ -159,9 +159,16 @@ func HubMetrics(ctx context.Context, hub *ControlPlane, c *Component, name strin
 	return value, found, nil
 }
 
+// Endpoint is a fleetfit-hub's HTTPS endpoint: a process's (Component) or an in-process
+// hub's (RunHubServing).
+type Endpoint interface {
+	Addr() string
+	Name() string
+}
+
 // HubGet reads path from the HTTPS endpoint of a fleetfit-hub started with StartHubProcess,
 // as hub's admin, and returns the body of a 200 answer; the caller closes it.
-func HubGet(ctx context.Context, hub *ControlPlane, c *Component, path string) (io.ReadCloser, error) {
+func HubGet(ctx context.Context, hub *ControlPlane, c Endpoint, path string) (io.ReadCloser, error) {
 	cfg := hub.AdminConfig()
 	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
 	if err != nil {
