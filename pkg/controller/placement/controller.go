@@ -291,6 +291,7 @@ func (c *Controller) placementHandler() toolscache.ResourceEventHandler {
 		},
 		Delete: func(p *clusterv1beta1.Placement) {
 			c.trackInterest(p, true)
+			c.cache.Forget(p.Namespace + "/" + p.Name)
 			c.moves.Delete(p.Namespace + "/" + p.Name)
 			c.firstSeen.Delete(p.Namespace + "/" + p.Name)
 			c.scoreWrites.Delete(p.Namespace + "/" + p.Name)

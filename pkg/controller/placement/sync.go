@@ -84,10 +84,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// The intents' status (their reservations) is written before the decisions, so that a
 		// decision never exists without a reservation that a restarted hub can read back.
 		if err := c.updateIntents(ctx, intents, plan.Intents); err != nil {
+			c.cache.Forget(key)
 			return err
 		}
 	}
 	if err := c.writeDecisions(ctx, key, p, plan, existing, existingNames); err != nil {
+		// Snapshots count what the informer shows until a retry decides again.
+		c.cache.Forget(key)
 		return err
 	}
 	c.recordRemovals(p, plan.Result, before, plan.Result.Decisions(), why, now)
@@ -200,7 +203,11 @@ func (c *Controller) scheduleCycle(ctx context.Context, p *clusterv1beta1.Placem
 		// With intents, rejections are recorded: the intents' Scheduled condition says why.
 		plan := PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames,
 			Pinned: pinned, Now: now})
-		if len(intents) == 0 || plan.Kept {
+		if plan.Kept {
+			return plan, nil
+		}
+		if len(intents) == 0 {
+			c.cache.Assume(p.Namespace+"/"+p.Name, decisionNames(plan.Result.Decisions()))
 			return plan, nil
 		}
 		c.commits.wait(ticket)
@@ -231,7 +238,16 @@ func (c *Controller) reserveIfCurrent(epoch uint64, p *clusterv1beta1.Placement,
 		return false
 	}
 	c.reserve(p, intents, before, after, now)
+	c.cache.Assume(p.Namespace+"/"+p.Name, decisionNames(after))
 	return true
+}
+
+func decisionNames(ds []scheduler.Decision) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ClusterName
+	}
+	return out
 }
 
 // writeDecisions writes what a cycle decided: the PlacementDecisions, then the placement's

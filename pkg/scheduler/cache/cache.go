@@ -49,6 +49,9 @@ type Cache struct {
 	byKey     map[string]map[string]struct{}
 	// clusterIndex counts, per cluster and placement key, the decision objects holding it.
 	clusterIndex map[string]map[string]int
+	// assumed holds, by placement key, the clusters a cycle decided whose PlacementDecisions
+	// the informer does not show yet (see Assume); snapshots count them instead.
+	assumed map[string][]string
 
 	// reservationEpoch counts changes of reservations (see ReservationEpoch).
 	reservationEpoch uint64
@@ -85,6 +88,7 @@ func New() *Cache {
 		decided:      map[string][]string{},
 		byKey:        map[string]map[string]struct{}{},
 		clusterIndex: map[string]map[string]int{},
+		assumed:      map[string][]string{},
 		staleAfter:   framework.InventoryStaleAfter,
 		intents:      compiledIntents{m: map[types.UID]*hpa.Intent{}},
 
@@ -169,6 +173,9 @@ func (c *Cache) snapshotLocked() *framework.Snapshot {
 	for key := range c.byKey {
 		in.Decided[key] = c.decidedClusters(key)
 	}
+	for key := range c.assumed {
+		in.Decided[key] = c.decidedClusters(key)
+	}
 	c.snap = framework.NewSnapshot(in)
 	return c.snap
 }
@@ -188,6 +195,15 @@ func (c *Cache) info(name string) *framework.ClusterInfo {
 // decidedClusters returns the clusters in the decisions of the placement with this key,
 // sorted, or nil when it has no decisions.
 func (c *Cache) decidedClusters(key string) []string {
+	if a, ok := c.assumed[key]; ok {
+		return a
+	}
+	return c.informerDecided(key)
+}
+
+// informerDecided returns the clusters in the decisions of the placement as the informer
+// shows them, sorted, or nil.
+func (c *Cache) informerDecided(key string) []string {
 	decisionNames, ok := c.byKey[key]
 	if !ok {
 		return nil
@@ -320,7 +336,8 @@ func (c *Cache) Reserve(cluster, placementKey string, rs []framework.Reservation
 	c.clusterInputChanged(cluster)
 }
 
-// ReservationEpoch changes whenever any reservation is added or dropped. A cycle computed from a
+// ReservationEpoch changes whenever any reservation is added or dropped, and whenever a
+// placement's decisions are assumed (Assume). A cycle computed from a
 // snapshot taken at one epoch saw exactly the reservations of every later snapshot of the same
 // epoch, so what it decides may be reserved without computing it again.
 func (c *Cache) ReservationEpoch() uint64 {
@@ -464,6 +481,7 @@ func (c *Cache) UpsertDecision(d *clusterv1beta1.PlacementDecision) {
 	}
 	delete(c.decided, key)
 	c.decidedChanged[key] = struct{}{}
+	c.confirmAssumed(key)
 }
 
 // DeleteDecision forgets a PlacementDecision.
@@ -492,6 +510,52 @@ func (c *Cache) forgetDecision(id string, old decisionEntry) {
 	}
 	delete(c.decided, old.placementKey)
 	c.decidedChanged[old.placementKey] = struct{}{}
+	c.confirmAssumed(old.placementKey)
+}
+
+// Assume records the clusters a cycle decided for a placement, before its PlacementDecisions
+// are written: until the informer shows them, the next snapshots count them (Balance, the
+// decided clusters of other cycles), as kube-scheduler assumes a pod on its node before the
+// binding is written. Without it, placements scheduled together would all see the fleet
+// without each other's new decisions and pile onto the same clusters. The assumption ends
+// when the informer shows the placement deciding exactly these clusters, or with Forget. It
+// reports whether it changed what snapshots count for the placement.
+func (c *Cache) Assume(placementKey string, clusters []string) bool {
+	sorted := slices.Sorted(slices.Values(clusters))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Equal(c.decidedClusters(placementKey), sorted) {
+		if _, ok := c.assumed[placementKey]; ok && slices.Equal(c.informerDecided(placementKey), sorted) {
+			delete(c.assumed, placementKey)
+		}
+		return false
+	}
+	c.assumed[placementKey] = sorted
+	c.decidedChanged[placementKey] = struct{}{}
+	// A cycle computed before this saw other decisions than the next will: it must not
+	// reserve what it decided on that view (see ReservationEpoch).
+	c.reservationEpoch++
+	c.confirmAssumed(placementKey)
+	return true
+}
+
+// Forget ends the assumption of a placement's decisions (their write failed, or the placement
+// is gone): snapshots count what the informer shows.
+func (c *Cache) Forget(placementKey string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.assumed[placementKey]; ok {
+		delete(c.assumed, placementKey)
+		c.decidedChanged[placementKey] = struct{}{}
+	}
+}
+
+// confirmAssumed ends the assumption of a placement whose decisions, as the informer shows
+// them, now hold what was assumed.
+func (c *Cache) confirmAssumed(key string) {
+	if a, ok := c.assumed[key]; ok && slices.Equal(a, c.informerDecided(key)) {
+		delete(c.assumed, key)
+	}
 }
 
 // DecidedBy returns the keys of the placements whose decisions hold the cluster.

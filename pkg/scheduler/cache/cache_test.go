@@ -159,3 +159,47 @@ func TestInventoryStaleAfterReachesTheSnapshot(t *testing.T) {
 		t.Error("a minute-old inventory is fresh with a 30s threshold")
 	}
 }
+
+// TestAssumedDecisions: what a cycle decided counts in the next snapshots before the informer
+// shows its PlacementDecisions, and until it does or the assumption is forgotten.
+func TestAssumedDecisions(t *testing.T) {
+	c := cache.New()
+	for _, n := range []string{"a", "b", "c"} {
+		c.UpsertCluster(utiltesting.MakeCluster(n).Obj())
+	}
+	c.UpsertDecision(decision("ns", "p-decision-1", "p", "a"))
+	counts := func() []int32 {
+		s := c.Snapshot()
+		return []int32{s.DecisionCount(0), s.DecisionCount(1), s.DecisionCount(2)}
+	}
+	epoch := c.ReservationEpoch()
+	if !c.Assume("ns/p", []string{"c", "b"}) {
+		t.Fatal("Assume of new clusters reported no change")
+	}
+	if c.ReservationEpoch() == epoch {
+		t.Error("Assume did not change the epoch: a cycle computed before it could reserve on a stale view")
+	}
+	if diff := cmp.Diff([]int32{0, 1, 1}, counts()); diff != "" {
+		t.Errorf("assumed counts (-want,+got):\n%s", diff)
+	}
+	if c.Assume("ns/p", []string{"b", "c"}) {
+		t.Error("assuming the same clusters again reported a change")
+	}
+	// The informer catches up in two steps; the assumption holds until it shows them all.
+	c.UpsertDecision(decision("ns", "p-decision-1", "p", "b"))
+	if diff := cmp.Diff([]int32{0, 1, 1}, counts()); diff != "" {
+		t.Errorf("half-written counts (-want,+got):\n%s", diff)
+	}
+	c.UpsertDecision(decision("ns", "p-decision-2", "p", "c"))
+	// Confirmed: from now on the informer's view counts, also when it changes again.
+	c.DeleteDecision("ns", "p-decision-2")
+	if diff := cmp.Diff([]int32{0, 1, 0}, counts()); diff != "" {
+		t.Errorf("after the assumption was confirmed (-want,+got):\n%s", diff)
+	}
+
+	c.Assume("ns/q", []string{"a"})
+	c.Forget("ns/q")
+	if diff := cmp.Diff([]int32{0, 1, 0}, counts()); diff != "" {
+		t.Errorf("after Forget (-want,+got):\n%s", diff)
+	}
+}

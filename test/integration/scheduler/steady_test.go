@@ -264,3 +264,40 @@ func (f *steadyFleet) holds(t *testing.T, d time.Duration, cycles float64, decis
 		t.Error("the set of ManifestWorks changed")
 	}
 }
+
+// TestPlacementsScheduledTogetherSpread: placements whose cycles run together see each other's
+// new decisions (the cache assumes them before they are written), so Balance spreads them
+// instead of piling them onto the cluster that was least used when they all started.
+func TestPlacementsScheduledTogetherSpread(t *testing.T) {
+	f := &steadyFleet{env: newEnv(t, "together"), nodes: map[string][]*corev1.Node{}, pods: map[string][]*corev1.Pod{}}
+	f.ff = fleetfitclient.NewForConfigOrDie(fleet.Hub.AdminConfig())
+	f.works = workclient.NewForConfigOrDie(fleet.Hub.AdminConfig())
+	clusters := []string{"a", "b", "c", "d"}
+	for _, s := range clusters {
+		f.createCluster(f.cluster(s))
+		f.nodes[s] = []*corev1.Node{utiltesting.MakeNode(s + "-n0").
+			Resource(corev1.ResourceCPU, "64").Resource(corev1.ResourceMemory, "256Gi").Resource(corev1.ResourcePods, "110").Obj()}
+		f.report(s)
+	}
+	names := []string{"p1", "p2", "p3", "p4"}
+	for _, name := range names {
+		f.createIntent(name, "cpu", "1")
+		f.createPlacement(utiltesting.MakePlacement(name, f.ns).NumberOfClusters(1))
+	}
+	f.startHub()
+	used := map[string]string{}
+	framework.Eventually(t, func(ctx context.Context) error {
+		clear(used)
+		for _, name := range names {
+			got, _, err := f.decided(ctx, name)
+			if err != nil || len(got) != 1 {
+				return fmt.Errorf("%s decides %v (%v)", name, got, err)
+			}
+			if other, ok := used[got[0]]; ok {
+				return fmt.Errorf("%s and %s both decide %s", other, name, got[0])
+			}
+			used[got[0]] = name
+		}
+		return nil
+	})
+}
