@@ -170,6 +170,10 @@ bench: ## Run benchmarks.
 bench-e2e: build tools ## Placements satisfied per second on a real hub: fleetfit-hub, OCM's placement controller and the API server's write floor (2,000 clusters x 1,000 placements; FLEETFIT_BENCH_LARGE=1 adds 10,000 x 5,000).
 	FLEETFIT_BIN_DIR=$(BIN) go test -run '^$$' -bench BenchmarkPlacementEndToEnd -benchtime 1x -timeout 120m -v ./test/bench/placement/
 
+.PHONY: bench-steady
+bench-steady: build tools ## fleetfit-hub on a living fleet: CPU, writes and decision changes while agents report nothing that matters, and seconds until a report that makes room is used (500 clusters x 200 placements for 60s; FLEETFIT_BENCH_LARGE=1 adds 2,000 x 1,000 and 10,000 x 5,000).
+	FLEETFIT_BIN_DIR=$(BIN) go test -run '^$$' -bench BenchmarkSteadyState -benchtime 1x -timeout 120m -v ./test/bench/steady/
+
 ##@ Demo
 
 .PHONY: demo

@@ -275,7 +275,7 @@ func TestPlacementsScheduledTogetherSpread(t *testing.T) {
 	clusters := []string{"a", "b", "c", "d"}
 	for _, s := range clusters {
 		f.createCluster(f.cluster(s))
-		f.nodes[s] = []*corev1.Node{utiltesting.MakeNode(s + "-n0").
+		f.nodes[s] = []*corev1.Node{utiltesting.MakeNode(s+"-n0").
 			Resource(corev1.ResourceCPU, "64").Resource(corev1.ResourceMemory, "256Gi").Resource(corev1.ResourcePods, "110").Obj()}
 		f.report(s)
 	}
