@@ -60,12 +60,25 @@ const (
 // Neither a heartbeat, nor another placement's decisions (Balance), nor room appearing
 // elsewhere moves them.
 
-// holdStill returns the decided clusters the next cycle of p must keep while they are
-// feasible (nil: none), and, when it pins none, why the cycle may move them (empty when p
-// decides nothing). wait is how long until a placement that follows its scores may move again
-// (0 when it may now, or does not follow).
+// holdStill is HoldStill for the controller's next cycle of p, with the time of its last move.
 func (c *Controller) holdStill(p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent, decided []string,
 	now time.Time) (pinned []string, why string, wait time.Duration) {
+	var lastMove *time.Time
+	if v, ok := c.moves.Load(p.Namespace + "/" + p.Name); ok {
+		t := v.(time.Time)
+		lastMove = &t
+	}
+	return HoldStill(c.scheduler, p, intents, decided, lastMove, now)
+}
+
+// HoldStill returns the decided clusters the next cycle of p must keep while they are
+// feasible (nil: none), and, when it pins none, why the cycle may move them (empty when p
+// decides nothing). lastMove is when a decided cluster last left p (nil: not known, as after a
+// restart before the controller records one, or in a simulation). wait is how long until a
+// placement that follows its scores may move again (0 when it may now, or does not follow).
+// The controller, its explain endpoint and `fleetfit simulate` and `explain` all pin with it.
+func HoldStill(sched *scheduler.Scheduler, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent, decided []string,
+	lastMove *time.Time, now time.Time) (pinned []string, why string, wait time.Duration) {
 	if len(decided) == 0 {
 		return nil, "", 0
 	}
@@ -75,13 +88,12 @@ func (c *Controller) holdStill(p *clusterv1beta1.Placement, intents []*fleetfitv
 	if p.Annotations[RebalanceAnnotation] != "" {
 		return nil, moveRebalance, 0
 	}
-	if c.scheduler.Follows(p) {
+	if sched.Follows(p) {
 		limit, _ := ScoreRateLimit(p)
-		last, ok := c.moves.Load(p.Namespace + "/" + p.Name)
-		if !ok {
+		if lastMove == nil {
 			return nil, moveFollowScores, 0
 		}
-		if wait = last.(time.Time).Add(limit).Sub(now); wait <= 0 {
+		if wait = lastMove.Add(limit).Sub(now); wait <= 0 {
 			return nil, moveFollowScores, 0
 		}
 	}
