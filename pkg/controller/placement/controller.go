@@ -436,7 +436,7 @@ func (c *Controller) scoreChanged(cluster, name string, before *framework.Cluste
 	if !c.started.Load() {
 		return
 	}
-	c.clusterChanged(framework.ClusterEvent{Old: before, New: c.clusterInfo(cluster), Now: c.opts.Clock.Now()}, "AddOnPlacementScore")
+	c.clusterChanged(framework.NewClusterEvent(before, c.clusterInfo(cluster), c.opts.Clock.Now()), "AddOnPlacementScore")
 	c.enqueueBound(cluster, readsScoresInCEL)
 }
 
@@ -482,7 +482,7 @@ func (c *Controller) inventoryChanged(cluster string, before *framework.ClusterI
 	if !c.started.Load() {
 		return
 	}
-	c.clusterChanged(framework.ClusterEvent{Old: before, New: c.clusterInfo(cluster), Now: c.opts.Clock.Now()}, "ClusterInventory")
+	c.clusterChanged(framework.NewClusterEvent(before, c.clusterInfo(cluster), c.opts.Clock.Now()), "ClusterInventory")
 }
 
 func (c *Controller) intentHandler() toolscache.ResourceEventHandler {

@@ -222,7 +222,7 @@ func (c *Controller) released(plan *Plan, before []string, intents int) {
 			continue
 		}
 		if i, ok := snap.Index(name); ok {
-			c.clusterChanged(framework.ClusterEvent{Old: snap.Cluster(i), New: c.cache.ClusterInfo(name), Now: now}, "Reservation")
+			c.clusterChanged(framework.NewClusterEvent(snap.Cluster(i), c.cache.ClusterInfo(name), now), "Reservation")
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
@@ -26,6 +28,53 @@ import (
 type ClusterEvent struct {
 	Old, New *ClusterInfo
 	Now      time.Time
+
+	// admits caches MayAdmitMore for the plugins of every placement the event is checked
+	// against; nil computes it on each call.
+	admits *admitsMemo
+}
+
+type admitsMemo struct {
+	once sync.Once
+	more bool
+}
+
+// NewClusterEvent returns the event of a cluster's info changing from old to new at now.
+func NewClusterEvent(old, new *ClusterInfo, now time.Time) ClusterEvent {
+	return ClusterEvent{Old: old, New: new, Now: now, admits: &admitsMemo{}}
+}
+
+// MayAdmitMore reports whether the cluster may host, after the change, some request it could
+// not host before: it is new, its report became fresh, a reservation on it ended, or its
+// report shows room or machines it did not (inventory.View.Gained). When it is false, no
+// placement that waits for room can use the cluster now if it could not before, and hints
+// need not check each one.
+func (e ClusterEvent) MayAdmitMore() bool {
+	if e.admits == nil {
+		return e.mayAdmitMore()
+	}
+	e.admits.once.Do(func() { e.admits.more = e.mayAdmitMore() })
+	return e.admits.more
+}
+
+func (e ClusterEvent) mayAdmitMore() bool {
+	switch {
+	case e.New == nil || e.New.View == nil:
+		return false
+	case e.Old == nil || e.Old.View == nil:
+		return true
+	case !e.Old.InventoryFresh(e.Now) && e.New.InventoryFresh(e.Now):
+		return true
+	}
+	for k := range e.Old.Reservations {
+		r := &e.Old.Reservations[k]
+		if r.Active(e.Now) && !slices.ContainsFunc(e.New.Reservations, func(n Reservation) bool {
+			return n.Placement == r.Placement && n.Request == r.Request && n.Active(e.Now)
+		}) {
+			return true
+		}
+	}
+	return e.New.View.Gained(e.Old.View)
 }
 
 // Name returns the cluster's name.

@@ -162,6 +162,10 @@ func (p *HardwareFit) ClusterChanged(ev framework.ClusterEvent, t *framework.Tar
 	if len(t.Request.Intents) == 0 || (!t.Decides && !t.Waiting) {
 		return framework.QueueSkip
 	}
+	if !t.Decides && !ev.MayAdmitMore() {
+		// Nothing fits there now that did not before: no need to check this placement's pods.
+		return framework.QueueSkip
+	}
 	s := prepareWith(t.Intent, t.Request)
 	if s.misconfigured != nil {
 		// The intent's own events bring the placement back; no cluster changes that.
