@@ -42,6 +42,28 @@ func (s *Scheduler) ClusterChanged(ev framework.ClusterEvent, t *framework.Targe
 	return false
 }
 
+// Watches reports whether one of the plugins the request's placement runs reads what clusters
+// report (framework.EnqueueExtensions.Watches).
+func (s *Scheduler) Watches(req *framework.Request) bool {
+	for _, f := range s.filters {
+		if e, ok := f.(framework.EnqueueExtensions); ok && e.Watches(req) {
+			return true
+		}
+	}
+	coords, st := s.weights.prioritizerCoordinates(req.Placement)
+	if st.IsFailure() {
+		return false
+	}
+	for _, c := range coords {
+		if sp, st := s.prioritizer(c); !st.IsFailure() {
+			if e, ok := sp.(framework.EnqueueExtensions); ok && e.Watches(req) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Follows reports whether a placement's decided clusters may move for scores alone: its
 // prioritizers that read what clusters report (framework.MoveFollows: free resources, add-on
 // scores) can outweigh those that hold its decided clusters (framework.MoveHolds: Steady), or

@@ -490,6 +490,10 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 		// The placement it names, and the one it last shaped when that differs.
 		for _, name := range sets.List(sets.New(in.Spec.PlacementRef.Name, in.Status.ScheduledPlacement).Delete("")) {
 			if p, err := c.placements.Placements(in.Namespace).Get(name); err == nil {
+				if c.started.Load() {
+					// Whether it reads reports depends on its intents.
+					c.trackInterest(p, false)
+				}
 				c.enqueue(p)
 			}
 		}

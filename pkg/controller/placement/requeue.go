@@ -72,11 +72,17 @@ func (s *interests) inNamespaces(namespaces sets.Set[string]) []string {
 	return out
 }
 
-// interestOf computes a placement's interest from its spec and the status this controller
-// wrote last.
+// interestOf computes a placement's interest from its spec, its intents and the status this
+// controller wrote last. A placement none of whose plugins reads reports has none: what
+// clusters report changes nothing it would do beyond the clusters it decides. Nor does one
+// that selects every feasible cluster follow scores: scores choose nothing for it.
 func (c *Controller) interestOf(p *clusterv1beta1.Placement) interest {
+	req := &framework.Request{Placement: p, Intents: c.intentsFor(p)}
+	if !c.scheduler.Watches(req) {
+		return interest{}
+	}
 	waiting := p.Spec.NumberOfClusters == nil || p.Status.NumberOfSelectedClusters < *p.Spec.NumberOfClusters
-	return interest{waiting: waiting, follows: c.scheduler.Follows(p)}
+	return interest{waiting: waiting, follows: p.Spec.NumberOfClusters != nil && c.scheduler.Follows(p)}
 }
 
 // trackInterest records a placement's interest (or forgets it, for a deleted one).

@@ -131,6 +131,10 @@ type EnqueueExtensions interface {
 	// ClusterChanged returns Queue when ev can change what the plugin answers for the target
 	// placement. It must be cheap (at most a fit check of the one cluster) and must not write.
 	ClusterChanged(ev ClusterEvent, t *Target) QueueingHint
+	// Watches reports whether the plugin reads what clusters report for this request at all.
+	// A placement none of whose plugins does is checked only against the clusters it decides,
+	// whatever it waits for.
+	Watches(req *Request) bool
 }
 
 // MoveRole is what a prioritizer is to the rule that decides when a placement's decided

@@ -56,6 +56,9 @@ func newAddOn(a *clusterv1beta1.AddOnScore) *AddOn {
 // Name returns "AddOn/<resourceName>/<scoreName>".
 func (a *AddOn) Name() string { return a.name }
 
+// Watches implements framework.EnqueueExtensions: the prioritizer reads every score.
+func (a *AddOn) Watches(req *framework.Request) bool { return true }
+
 // ClusterChanged implements framework.EnqueueExtensions: the cluster's value of the score
 // changed (appeared, expired, or took another value), and the placement decides the cluster
 // or follows its scores. Other scores of the same object, and a rewrite with the same values,

@@ -146,6 +146,9 @@ func stateOf(state *framework.CycleState, snap *framework.Snapshot, req *framewo
 	return s
 }
 
+// Watches implements framework.EnqueueExtensions: the filter reads reports for placements with intents.
+func (p *HardwareFit) Watches(req *framework.Request) bool { return len(req.Intents) > 0 }
+
 // ClusterChanged implements framework.EnqueueExtensions. What the filter reads of a cluster is
 // its report and the reservations on it; what a new report can change depends on what the
 // cluster is to the placement:

@@ -133,6 +133,9 @@ func (p *Prioritizer) Score(_ context.Context, _ *framework.CycleState, snap *fr
 	return nil
 }
 
+// Watches implements framework.EnqueueExtensions: the prioritizer reads every report.
+func (p *Prioritizer) Watches(req *framework.Request) bool { return true }
+
 // ClusterChanged implements framework.EnqueueExtensions: the value the prioritizer reads of the
 // cluster changed, and the placement decides the cluster (its score there is written in its
 // decisions, at most once per scoreRateLimit) or follows its scores (the cluster may now
