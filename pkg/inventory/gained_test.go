@@ -11,7 +11,9 @@ import (
 func TestGained(t *testing.T) {
 	eight := makeNode("").Resources("cpu", "8", "memory", "32Gi", "pods", "110")
 	gpu := makeNode("").Resources("cpu", "8", "memory", "32Gi", "pods", "110", "nvidia.com/gpu", "4")
-	use := func(node, cpu string) *corev1.Pod { return makePod("p-"+node+"-"+cpu, node).Container("cpu", cpu).Obj() }
+	use := func(node, cpu string) *corev1.Pod {
+		return makePod("p-"+node+"-"+cpu, node).Container("cpu", cpu).Obj()
+	}
 	type report struct {
 		nodes []*corev1.Node
 		pods  []*corev1.Pod
