@@ -1,0 +1,73 @@
+package steady
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fleetfit/fleetfit/test/framework"
+)
+
+// requestCounts returns the API server's count of requests so far (its apiserver_request_total
+// metric, summed over response codes and scopes) by "VERB resource[/subresource]", without
+// watches.
+func requestCounts(ctx context.Context, b *testing.B, hub *framework.ControlPlane) map[string]float64 {
+	raw, err := hub.AdminClient().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labels, value, _ := strings.Cut(rest, "} ")
+		get := func(k string) string {
+			_, v, ok := strings.Cut(labels, k+"=\"")
+			if !ok {
+				return ""
+			}
+			v, _, _ = strings.Cut(v, "\"")
+			return v
+		}
+		verb, res, sub := get("verb"), get("resource"), get("subresource")
+		if verb == "WATCH" || verb == "CONNECT" {
+			continue
+		}
+		n, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		key := verb + " " + res
+		if sub != "" {
+			key += "/" + sub
+		}
+		out[key] += n
+	}
+	return out
+}
+
+// writeVerbs are the verbs of apiserver_request_total that change something.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+// notTheHub are the resources written during the phase by others than fleetfit-hub: the
+// reports themselves, the API server's own bookkeeping, and the reviews the hub asks for when
+// the benchmark reads its metrics (fleetfit-hub runs without leader election, so it writes no
+// Lease either).
+var notTheHub = map[string]bool{
+	"clusterinventories/status": true,
+	"leases":                    true, "endpoints": true, "endpointslices": true, "configmaps": true,
+	"flowschemas/status": true, "prioritylevelconfigurations/status": true, "apiservices/status": true,
+	"tokenreviews": true, "subjectaccessreviews": true,
+}
+
+// hubWrites sums the writes of counts (see requestCounts) that fleetfit-hub made.
+func hubWrites(counts map[string]float64) float64 {
+	var total float64
+	for key, n := range counts {
+		verb, resource, _ := strings.Cut(key, " ")
+		if writeVerbs[verb] && !notTheHub[resource] {
+			total += n
+		}
+	}
+	return total
+}
