@@ -412,7 +412,7 @@ func (c *Controller) scoreHandler() toolscache.ResourceEventHandler {
 	upsert := func(s *clusterv1alpha1.AddOnPlacementScore) {
 		before := c.clusterInfo(s.Namespace)
 		c.cache.UpsertScore(s)
-		c.scoreChanged(s.Namespace, s.Name, before)
+		c.scoreChanged(s.Namespace, before)
 	}
 	return handler.Funcs[*clusterv1alpha1.AddOnPlacementScore]{
 		Add: upsert,
@@ -424,20 +424,19 @@ func (c *Controller) scoreHandler() toolscache.ResourceEventHandler {
 		Delete: func(s *clusterv1alpha1.AddOnPlacementScore) {
 			before := c.clusterInfo(s.Namespace)
 			c.cache.DeleteScore(s.Namespace, s.Name)
-			c.scoreChanged(s.Namespace, s.Name, before)
+			c.scoreChanged(s.Namespace, before)
 		},
 	}
 }
 
 // scoreChanged requeues what a change of the cluster's AddOnPlacementScore can change: the
-// placements whose AddOn prioritizer's value changed (see clusterChanged), and those whose CEL
+// placements whose AddOn prioritizer's value changed (see reported), and those whose CEL
 // predicates read scores(), which read the scores themselves.
-func (c *Controller) scoreChanged(cluster, name string, before *framework.ClusterInfo) {
-	if !c.started.Load() {
-		return
+func (c *Controller) scoreChanged(cluster string, before *framework.ClusterInfo) {
+	c.reported(cluster, before, "AddOnPlacementScore")
+	if c.started.Load() {
+		c.enqueueBound(cluster, readsScoresInCEL)
 	}
-	c.clusterChanged(framework.NewClusterEvent(before, c.clusterInfo(cluster), c.opts.Clock.Now()), "AddOnPlacementScore")
-	c.enqueueBound(cluster, readsScoresInCEL)
 }
 
 // clusterInfo returns the cluster's current info once the controller has started (nil before:
@@ -457,7 +456,7 @@ func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
 				"Only the ClusterInventory named %q describes cluster %s; this one is ignored (delete it)", inv.Namespace, inv.Namespace)
 			return
 		}
-		c.inventoryChanged(inv.Namespace, before)
+		c.reported(inv.Namespace, before, "ClusterInventory")
 	}
 	return handler.Funcs[*fleetfitv1alpha1.ClusterInventory]{
 		Add: upsert,
@@ -470,19 +469,20 @@ func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
 			if cache.InventoryName(inv) {
 				before := c.clusterInfo(inv.Namespace)
 				c.cache.DeleteInventory(inv)
-				c.inventoryChanged(inv.Namespace, before)
+				c.reported(inv.Namespace, before, "ClusterInventory")
 			}
 		},
 	}
 }
 
-// inventoryChanged requeues the placements whose result the cluster's new report (or its
-// absence) can change: a heartbeat, or a change no plugin reads, requeues none.
-func (c *Controller) inventoryChanged(cluster string, before *framework.ClusterInfo) {
+// reported requeues the placements whose result a change of what the cluster reports (its
+// info was before, source names the kind of object) can change: a heartbeat, or a change no
+// plugin reads, requeues none.
+func (c *Controller) reported(cluster string, before *framework.ClusterInfo, source string) {
 	if !c.started.Load() {
 		return
 	}
-	c.clusterChanged(framework.NewClusterEvent(before, c.clusterInfo(cluster), c.opts.Clock.Now()), "ClusterInventory")
+	c.clusterChanged(framework.NewClusterEvent(before, c.clusterInfo(cluster), c.opts.Clock.Now()), source)
 }
 
 func (c *Controller) intentHandler() toolscache.ResourceEventHandler {

@@ -113,16 +113,22 @@ func (c *Controller) clusterChanged(ev framework.ClusterEvent, source string) {
 	}
 	queued, skipped := 0, 0
 	for _, key := range sets.List(candidates) {
+		decides, in := deciding.Has(key), c.interests.get(key)
+		if !decides && !in.follows && !ev.MayAdmitMore() {
+			// A placement that only waits for clusters can only be admitted by this one, and
+			// nothing fits there now that did not before (a heartbeat, less room): none of
+			// its plugins needs asking.
+			skipped++
+			continue
+		}
 		ns, name, _ := strings.Cut(key, "/")
 		p, err := c.placements.Placements(ns).Get(name)
 		if err != nil || !c.Handles(p) || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		decides := deciding.Has(key)
 		if !decides && (!namespaces.Has(ns) || len(p.Spec.ClusterSets) > 0 && !memberOf.HasAny(p.Spec.ClusterSets...)) {
 			continue
 		}
-		in := c.interests.get(key)
 		t := &framework.Target{
 			Request: &framework.Request{Placement: p, Intents: c.withWrittenScheduledPlacement(c.intentsFor(p)),
 				Decided: framework.NewBitset(0), Now: ev.Now},
