@@ -50,9 +50,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
-	"github.com/fleetfit/fleetfit/manifests"
 	hubcmd "github.com/fleetfit/fleetfit/pkg/cmd/hub"
-	"github.com/fleetfit/fleetfit/pkg/install"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 	"github.com/spf13/pflag"
@@ -159,18 +157,11 @@ func BenchmarkPlacementEndToEnd(b *testing.B) {
 func runOnce(b *testing.B, sched string, sz size) result {
 	b.StopTimer()
 	ctx := context.Background()
-	hub, err := framework.StartControlPlane(ctx, "bench-"+sched, framework.Options{})
+	hub, err := framework.StartHubPlane(ctx, "bench-"+sched)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer hub.Stop()
-	crds, err := manifests.HubCRDs()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := install.ApplyCRDs(ctx, hub.AdminConfig(), crds); err != nil {
-		b.Fatal(err)
-	}
 	cfg := hub.AdminConfig()
 	cfg.QPS, cfg.Burst = 2000, 4000
 	if err := populate(ctx, cfg, sz.clusters, sz.placements); err != nil {
@@ -457,28 +448,14 @@ func floorWrites(ctx context.Context, client clusterclient.Interface, p *cluster
 // apiserver_request_total metric), skipping what populate wrote and the API server's own
 // bootstrap objects.
 func requests(ctx context.Context, b *testing.B, hub *framework.ControlPlane) map[string]int {
-	raw, err := hub.AdminClient().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	all, err := framework.APIRequests(ctx, hub)
 	if err != nil {
 		b.Fatal(err)
 	}
 	out := map[string]int{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		labels, value, _ := strings.Cut(line, "} ")
-		get := func(k string) string {
-			_, rest, ok := strings.Cut(labels, k+"=\"")
-			if !ok {
-				return ""
-			}
-			v, _, _ := strings.Cut(rest, "\"")
-			return v
-		}
-		verb, res, sub := get("verb"), get("resource"), get("subresource")
-		if verb == "WATCH" || verb == "CONNECT" {
-			continue
-		}
+	for key, n := range all {
+		verb, resource, _ := strings.Cut(key, " ")
+		res, sub, _ := strings.Cut(resource, "/")
 		switch res {
 		case "managedclusters", "namespaces", "managedclustersets", "managedclustersetbindings", "customresourcedefinitions",
 			"subjectaccessreviews", "tokenreviews", "apiservices", "clusterrolebindings", "clusterroles", "roles", "rolebindings",
@@ -488,11 +465,6 @@ func requests(ctx context.Context, b *testing.B, hub *framework.ControlPlane) ma
 		}
 		if res == "placements" && sub == "" && verb == "POST" {
 			continue
-		}
-		n, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		key := verb + " " + res
-		if sub != "" {
-			key += "/" + sub
 		}
 		out[key] += int(n)
 	}

@@ -2,46 +2,17 @@ package steady
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
-// requestCounts returns the API server's count of requests so far (its apiserver_request_total
-// metric, summed over response codes and scopes) by "VERB resource[/subresource]", without
-// watches.
+// requestCounts returns the hub API server's count of requests so far (framework.APIRequests).
 func requestCounts(ctx context.Context, b *testing.B, hub *framework.ControlPlane) map[string]float64 {
-	raw, err := hub.AdminClient().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	out, err := framework.APIRequests(ctx, hub)
 	if err != nil {
 		b.Fatal(err)
-	}
-	out := map[string]float64{}
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		labels, value, _ := strings.Cut(rest, "} ")
-		get := func(k string) string {
-			_, v, ok := strings.Cut(labels, k+"=\"")
-			if !ok {
-				return ""
-			}
-			v, _, _ = strings.Cut(v, "\"")
-			return v
-		}
-		verb, res, sub := get("verb"), get("resource"), get("subresource")
-		if verb == "WATCH" || verb == "CONNECT" {
-			continue
-		}
-		n, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		key := verb + " " + res
-		if sub != "" {
-			key += "/" + sub
-		}
-		out[key] += n
 	}
 	return out
 }

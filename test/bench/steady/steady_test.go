@@ -56,9 +56,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetfit/fleetfit/manifests"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
-	"github.com/fleetfit/fleetfit/pkg/install"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
@@ -206,18 +204,11 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 func runOnce(b *testing.B, sz size, set settings) result {
 	b.StopTimer()
 	ctx := context.Background()
-	hub, err := framework.StartControlPlane(ctx, "bench-steady", framework.Options{})
+	hub, err := framework.StartHubPlane(ctx, "bench-steady")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer hub.Stop()
-	crds, err := manifests.HubCRDs()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := install.ApplyCRDs(ctx, hub.AdminConfig(), crds); err != nil {
-		b.Fatal(err)
-	}
 	cfg := hub.AdminConfig()
 	cfg.QPS, cfg.Burst = 2000, 4000
 	rep := newReporter(fleetfitclient.NewForConfigOrDie(cfg), sz.clusters)
