@@ -301,3 +301,58 @@ func TestPlacementsScheduledTogetherSpread(t *testing.T) {
 		return nil
 	})
 }
+
+// TestDecisionsHoldUntilRebalance: with OCM's default prioritizers, a new cluster that Balance
+// prefers does not move a placement's decision (OCM's scheduler would move it on the cluster's
+// arrival); annotating the placement with fleetfit.io/rebalance does, once, and the hub
+// removes the annotation.
+func TestDecisionsHoldUntilRebalance(t *testing.T) {
+	e := newEnv(t, "rebalance")
+	e.createCluster(e.cluster("b"))
+	e.startHub()
+	for _, name := range []string{"p", "q1", "q2"} {
+		e.createPlacement(utiltesting.MakePlacement(name, e.ns).NumberOfClusters(1))
+		e.waitDecided(name, e.names("b")...)
+	}
+	// For p, b now scores Balance -100 (two other placements decide it) + Steady 100, and a
+	// would score Balance 100: OCM's cycle would move p to a.
+	e.createCluster(e.cluster("a"))
+	e.resync("p")
+	framework.Consistently(t, 2*time.Second, func(ctx context.Context) error {
+		for _, name := range []string{"p", "q1", "q2"} {
+			if got, _, err := e.decided(ctx, name); err != nil || !slices.Equal(got, e.names("b")) {
+				return fmt.Errorf("%s decides %v (%v), want it held on b", name, got, err)
+			}
+		}
+		return nil
+	})
+
+	e.updatePlacement("p", func(p *clusterv1beta1.Placement) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["fleetfit.io/rebalance"] = "now"
+	})
+	e.waitDecided("p", e.names("a")...)
+	framework.Eventually(t, func(ctx context.Context) error {
+		p, err := e.clusters.ClusterV1beta1().Placements(e.ns).Get(ctx, "p", metav1.GetOptions{})
+		if err == nil && p.Annotations["fleetfit.io/rebalance"] != "" {
+			err = fmt.Errorf("the rebalance annotation is still there")
+		}
+		return err
+	})
+	events, err := e.events(t.Context(), "p", "DecidedClustersRemoved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, ev := range events {
+		if ev.Action == "Rebalance" {
+			notes = append(notes, ev.Note)
+		}
+	}
+	want := e.names("b")[0] + " left the decisions of placement p: a rebalance was asked for with the fleetfit.io/rebalance annotation"
+	if diff := cmp.Diff([]string{want}, notes); diff != "" {
+		t.Errorf("DecidedClustersRemoved events for the rebalance (-want,+got):\n%s", diff)
+	}
+}
