@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -23,7 +22,6 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/controller/labelkeys"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
-	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 )
 
@@ -120,8 +118,10 @@ func marker(m *metav1.ObjectMeta) string {
 // MachineGroups into their status.machineGroups with the agent's pkg/machinegroup code (see
 // reportMachineGroups). It checks that the fleet is consistent: every cluster named by nodes,
 // pods, machine groups and inventories exists, no cluster has both nodes and an inventory, a
-// cluster with machine groups has nodes, names are unique, and every pod is counted on a node
-// of its cluster. Its errors say where the objects were read.
+// cluster with machine groups has nodes, names are unique, every pod is counted on a node of
+// its cluster, no node holds pods beyond its allocatable, and machine pods are what the
+// cluster's machine controller and injector could have made (checkMachinePods). Its errors say
+// where the objects were read.
 func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 	clusters := map[string]bool{}
 	for _, c := range f.Clusters {
@@ -206,13 +206,21 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		podsOf[cluster] = append(podsOf[cluster], p)
 	}
 	for _, name := range names {
+		if err := f.checkNodeRoom(name, f.Nodes[name], podsOf[name]); err != nil {
+			return err
+		}
+		if err := f.checkMachinePods(name, f.MachineGroups[name], podsOf[name]); err != nil {
+			return err
+		}
+	}
+	for _, name := range names {
 		inv := &fleetfitv1alpha1.ClusterInventory{}
 		inv.APIVersion, inv.Kind = fleetfitv1alpha1.SchemeGroupVersion.String(), "ClusterInventory"
 		inv.Name, inv.Namespace = name, name
 		inv.Status = builders[name].Summarize()
 		inv.Status.ObservedAt = metav1.NewTime(now)
 		inv.Status.Revision = 1
-		inv.Status.MachineGroups, inv.Status.OmittedMachineGroups = reportMachineGroups(f.MachineGroups[name], podsOf[name])
+		inv.Status.MachineGroups, inv.Status.OmittedMachineGroups = reportMachineGroups(f.MachineGroups[name], f.Nodes[name], podsOf[name])
 		f.Inventories = append(f.Inventories, inv)
 	}
 	f.Nodes, f.Pods, f.MachineGroups = nil, nil, nil
@@ -255,31 +263,6 @@ func (f *Fleet) checkMachineGroups(clusters, hasInventory map[string]bool) error
 		}
 	}
 	return nil
-}
-
-// reportMachineGroups is what the agent of a cluster with these groups and pods reports of
-// them: each group's status.availableMachines counted from the pods by
-// machinegroup.AvailableMachines, as the machine controller counts them (reservation pods in
-// any namespace: a file says nothing of the agent's), and the groups turned into the report by
-// machinegroup.Report. A group whose status has no Ready condition is taken as Ready, as its
-// controller would find a group of a file (its nodes are the file's, its pods are running);
-// one whose status says Ready=False is reported not ready. The groups are not modified.
-func reportMachineGroups(groups []*fleetfitv1alpha1.MachineGroup, pods []*corev1.Pod) ([]fleetfitv1alpha1.ReportedMachineGroup, int32) {
-	if len(groups) == 0 {
-		return nil, 0
-	}
-	observed := make([]*fleetfitv1alpha1.MachineGroup, 0, len(groups))
-	for _, g := range groups {
-		g = g.DeepCopy()
-		g.Status.AvailableMachines = machinegroup.AvailableMachines(g, machinegroup.PodsOf(pods, g.Name, ""))
-		if meta.FindStatusCondition(g.Status.Conditions, machinegroup.ConditionReady) == nil {
-			meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{
-				Type: machinegroup.ConditionReady, Status: metav1.ConditionTrue, Reason: "FleetFile",
-			})
-		}
-		observed = append(observed, g)
-	}
-	return machinegroup.Report(observed)
 }
 
 // clusterOfPod returns the cluster whose inventory counts a pod: the cluster of the node it is

@@ -40,8 +40,15 @@ spec:
 	return doc
 }
 
-// machinePod is a pod of group general-machine's machine type: role is reservation or
-// guest; node, when not empty, is where it runs, else it is pending.
+// machineResources are what one machine of machineGroup's types has, as a pod's requests.
+var machineResources = map[string]string{
+	"compute-xlarge": `{cpu: "40", memory: 128Gi, nvidia.com/gpu: "2"}`,
+	"compute-medium": `{cpu: "4", memory: 16Gi}`,
+}
+
+// machinePod is a pod of group general-machine's machine type, requesting what one machine
+// has: role is reservation or guest; node, when not empty, is where it runs, else it is
+// pending.
 func machinePod(cluster, namespace, name, role, machineType, node string) string {
 	doc := `
 apiVersion: v1
@@ -55,7 +62,7 @@ metadata:
     machines.fleetfit.io/machine-type: ` + machineType + `
     machines.fleetfit.io/pod-role: ` + role + `
 spec:
-  containers: [{name: main, image: main, resources: {requests: {cpu: "1"}}}]`
+  containers: [{name: main, image: main, resources: {requests: ` + machineResources[machineType] + `}}]`
 	if node == "" {
 		return doc + "\nstatus: {phase: Pending}"
 	}
@@ -86,10 +93,14 @@ func TestMachineGroupsOfAFile(t *testing.T) {
 		CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi"),
 		GPU: &fleetfitv1alpha1.MachineGPU{Type: "nvidia.com/gpu", Num: 2, Product: "NVIDIA-GeForce-RTX-3090"},
 	}
+	xlarge400 := *xlarge.DeepCopy()
+	xlarge400.CPU = resource.MustParse("400")
 	medium := fleetfitv1alpha1.MachineTypeSpec{CPU: resource.MustParse("4"), Memory: resource.MustParse("16Gi")}
 	nodes := append([]string{cluster("c1")}, poolNodes("c1")...)
 	cases := map[string]struct {
 		docs []string
+		// edit, when set, changes the first document (the group).
+		edit func(string) string
 		want []fleetfitv1alpha1.ReportedMachineGroup
 	}{
 		"a group without pods: nothing reserved yet": {
@@ -122,6 +133,16 @@ func TestMachineGroupsOfAFile(t *testing.T) {
 				{Name: "compute-medium", Spec: medium, Usage: fleetfitv1alpha1.MachineUsage{Maximum: 1}},
 			}}},
 		},
+		"a type larger than every pool node of it: not ready, whatever the status says": {
+			docs: []string{machineGroup("c1", "general-machine", `{conditions: [{type: Ready, status: "True", reason: Ready, message: ok, lastTransitionTime: "2026-03-01T11:00:00Z"}]}`)},
+			edit: func(d string) string {
+				return strings.Replace(d, `cpu: "40", memory: 128Gi, gpu`, `cpu: "400", memory: 128Gi, gpu`, 1)
+			},
+			want: []fleetfitv1alpha1.ReportedMachineGroup{{Name: "general-machine", MachineTypes: []fleetfitv1alpha1.ReportedMachineType{
+				{Name: "compute-xlarge", Spec: xlarge400, Usage: fleetfitv1alpha1.MachineUsage{Maximum: 2}},
+				{Name: "compute-medium", Spec: medium, Usage: fleetfitv1alpha1.MachineUsage{Maximum: 1}},
+			}}},
+		},
 		"groups sorted by name; another group's pods count nowhere in it": {
 			docs: []string{
 				machineGroup("c1", "general-machine", ""),
@@ -142,7 +163,11 @@ func TestMachineGroupsOfAFile(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := fleetOf(t, append(slices.Clone(nodes), tc.docs...)...)
+			docs := slices.Clone(tc.docs)
+			if tc.edit != nil {
+				docs[0] = tc.edit(docs[0])
+			}
+			f := fleetOf(t, append(slices.Clone(nodes), docs...)...)
 			if len(f.Inventories) != 1 {
 				t.Fatalf("%d inventories, want 1", len(f.Inventories))
 			}
@@ -179,6 +204,7 @@ func TestMachineGroupsRefused(t *testing.T) {
 apiVersion: fleetfit.io/v1alpha1
 kind: ClusterInventory
 metadata: {name: c1, namespace: c1}`
+	pool := append([]string{cluster("c1")}, poolNodes("c1")...)
 	cases := map[string]struct {
 		docs []string
 		want string
@@ -222,6 +248,35 @@ metadata: {name: c1, namespace: c1}`
 		"a pool node that is not in the files": {
 			docs: append(append([]string{cluster("c1")}, poolNodes("c1")[:2]...), machineGroup("c1", "general-machine", "")),
 			want: `MachineGroup "general-machine" (fleet.yaml, document 4): spec.nodePools[2] names node "c1-m-0", which is no Node of cluster c1 in the files: add the node, marked fleetfit.io/cluster=c1, or fix the entry`,
+		},
+		"three reservations on one node with room for one": {
+			docs: append(slices.Clone(pool), machineGroup("c1", "general-machine", ""),
+				machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "c1-xl-0"),
+				machinePod("c1", "fleetfit-agent", "r-1", "reservation", "compute-xlarge", "c1-xl-0"),
+				machinePod("c1", "fleetfit-agent", "r-2", "reservation", "compute-xlarge", "c1-xl-0")),
+			want: `Node "c1-xl-0" (fleet.yaml, document 2) of cluster c1 has 64 cpu allocatable, but the pods bound to it (fleetfit-agent/r-0, fleetfit-agent/r-1, fleetfit-agent/r-2) request 120: a kubelet admits no pod beyond its node's allocatable; remove pods, or bind them to other nodes`,
+		},
+		"more reservations bound than the type has machines": {
+			docs: append(slices.Clone(pool), machineGroup("c1", "general-machine", ""),
+				machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-medium", "c1-m-0"),
+				machinePod("c1", "fleetfit-agent", "r-1", "reservation", "compute-medium", "c1-m-0"),
+				machinePod("c1", "fleetfit-agent", "r-2", "reservation", "compute-medium", "c1-m-0")),
+			want: `MachineGroup "general-machine" (fleet.yaml, document 5) of cluster c1: machine type compute-medium has available 1, but 3 of its reservation pods are bound to nodes (fleetfit-agent/r-0, fleetfit-agent/r-1, fleetfit-agent/r-2): the machine controller keeps at most available of them; remove 2`,
+		},
+		"a reservation smaller than a machine": {
+			docs: append(slices.Clone(pool), machineGroup("c1", "general-machine", ""),
+				strings.Replace(machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-xlarge", "c1-xl-0"), `cpu: "40"`, `cpu: "1"`, 1)),
+			want: `Pod "fleetfit-agent/r-0" (fleet.yaml, document 6), a reservation of general-machine/compute-xlarge in cluster c1, requests 1 cpu where one machine has 40: the machine controller's reservations request what one machine has, the type's spec; fix the pod's requests or remove it`,
+		},
+		"a reservation on a node outside its type's pool": {
+			docs: append(slices.Clone(pool), cpuNode("c1", "c1-other"), machineGroup("c1", "general-machine", ""),
+				machinePod("c1", "fleetfit-agent", "r-0", "reservation", "compute-medium", "c1-xl-0")),
+			want: `Pod "fleetfit-agent/r-0" (fleet.yaml, document 7), a reservation of general-machine/compute-medium in cluster c1, is bound (spec.nodeName) to node "c1-xl-0", which is not in the type's pool (c1-m-0): its node affinity allows only the pool's nodes; bind it to one of them, or remove it`,
+		},
+		"a guest on a node outside every pool": {
+			docs: append(slices.Clone(pool), cpuNode("c1", "c1-other"), machineGroup("c1", "general-machine", ""),
+				machinePod("c1", "team-a", "web-0", "guest", "compute-xlarge", "c1-other")),
+			want: `Pod "team-a/web-0" (fleet.yaml, document 7), a guest of general-machine/compute-xlarge in cluster c1, is bound (spec.nodeName) to node "c1-other", which is not in the type's pool (c1-xl-0, c1-xl-1): its node affinity allows only the pool's nodes; bind it to one of them, or remove it`,
 		},
 		"of a cluster without nodes": {
 			docs: []string{cluster("c1"), machineGroup("c1", "general-machine", "")},

@@ -65,7 +65,7 @@ func TestMachinesColumn(t *testing.T) {
 }
 
 // machineFleet: cluster1 has general-machine with compute-xlarge (2, one reserved, one used
-// by a guest) and compute-medium (1, a guest waiting), and batch with compute-xlarge (1,
+// by a guest) and compute-medium (1, a guest waiting; each type has a pool node it fits), and batch with compute-xlarge (1,
 // nothing yet), whose status says it is not ready; cluster2 has no machine groups; cluster3
 // has no inventory.
 const machineFleet = `
@@ -101,6 +101,12 @@ items:
     conditions: [{type: Ready, status: "True"}]
 - apiVersion: v1
   kind: Node
+  metadata: {name: m-0, labels: {fleetfit.io/cluster: cluster1}}
+  status:
+    allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+    conditions: [{type: Ready, status: "True"}]
+- apiVersion: v1
+  kind: Node
   metadata: {name: cpu-0, labels: {fleetfit.io/cluster: cluster2}}
   status:
     allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
@@ -113,6 +119,7 @@ spec:
   nodePools:
   - {name: xl-0, machineType: [{name: compute-xlarge}]}
   - {name: xl-1, machineType: [{name: compute-xlarge}]}
+  - {name: m-0, machineType: [{name: compute-medium}]}
   machineTypes:
   - name: compute-xlarge
     spec: {cpu: "40", memory: 128Gi, gpu: {num: 2, product: NVIDIA-GeForce-RTX-3090}}
