@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
 )
@@ -269,6 +272,26 @@ func longExponents(obj map[string]any) field.ErrorList {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if k != "metadata" {
 			walk(field.NewPath(k), obj[k], amountFields[k])
+		}
+	}
+	return errs
+}
+
+// clusterSetSelector checks a ManagedClusterSet's label selector as OCM reads it: a selector
+// it cannot parse (an operator other than In, NotIn, Exists and DoesNotExist, or values where
+// none belong) selects no cluster at all, which a fleet file would otherwise simulate as a
+// set that is empty for no visible reason.
+func clusterSetSelector(s *clusterv1beta2.ManagedClusterSet) field.ErrorList {
+	sel := s.Spec.ClusterSelector
+	if sel.SelectorType != clusterv1beta2.LabelSelector || sel.LabelSelector == nil {
+		return nil
+	}
+	errs := metavalidation.ValidateLabelSelector(sel.LabelSelector, metavalidation.LabelSelectorValidationOptions{},
+		field.NewPath("spec", "clusterSelector", "labelSelector"))
+	for _, e := range errs {
+		// The operator is named in the message, as the string it was written as.
+		if op, ok := e.BadValue.(metav1.LabelSelectorOperator); ok {
+			e.BadValue = string(op)
 		}
 	}
 	return errs

@@ -104,7 +104,10 @@ func (f *Fleet) Decode(ctx context.Context, r io.Reader, source string) error {
 		if !isList(u) {
 			return f.addUnstructured(ctx, u, at)
 		}
-		items, _ := m["items"].([]any)
+		items, ok := m["items"].([]any)
+		if !ok && m["items"] != nil {
+			return fmt.Errorf("%s: %s: items is %s, not a sequence: a List holds its objects as a sequence under items", at, u.GetKind(), describe(m["items"]))
+		}
 		for i, item := range items {
 			at := place{source: at.source, doc: at.doc, item: i + 1}
 			m, ok := item.(map[string]any)
@@ -119,10 +122,12 @@ func (f *Fleet) Decode(ctx context.Context, r io.Reader, source string) error {
 	})
 }
 
-// isList reports whether u is a List, as `kubectl get -o yaml` prints several objects.
+// isList reports whether u is a List, as `kubectl get -o yaml` prints several objects: kind
+// List, or a kind ending in List (PodList, NodeList) with items, whatever they are (Decode says
+// what is wrong with items that are not a sequence of objects).
 func isList(u *unstructured.Unstructured) bool {
-	_, ok := u.Object["items"].([]any)
-	return ok && strings.HasSuffix(u.GetKind(), "List")
+	_, hasItems := u.Object["items"]
+	return u.GetKind() == "List" || (hasItems && strings.HasSuffix(u.GetKind(), "List"))
 }
 
 // checkKind returns the group, version and kind of an object, or says what is wrong with its
@@ -219,6 +224,10 @@ func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructure
 	case *fleetfitv1alpha1.HPAIntent:
 		if errs := validation.ValidateHPAIntent(o); len(errs) > 0 {
 			return invalid(errs)
+		}
+	case *clusterv1beta2.ManagedClusterSet:
+		if errs := clusterSetSelector(o); len(errs) > 0 {
+			return fmt.Errorf("%s: %s has a selector OCM cannot read, and would select no cluster with: %s", at, what, fieldErrors(errs))
 		}
 	case *corev1.Namespace:
 		return nil

@@ -269,6 +269,15 @@ func TestDecodeRefuses(t *testing.T) {
 			in:   "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}",
 			want: `fleet.yaml, document 1: Node "node-1" has no fleetfit.io/cluster label or annotation: say which managed cluster it belongs to`,
 		},
+		"a List whose items are a string": {
+			in:   "apiVersion: v1\nkind: List\nitems: not-objects",
+			want: `fleet.yaml, document 1: List: items is a string, not a sequence: a List holds its objects as a sequence under items`,
+		},
+		"a ManagedClusterSet selector with an unknown operator": {
+			in: "apiVersion: cluster.open-cluster-management.io/v1beta2\nkind: ManagedClusterSet\nmetadata: {name: gpus}\n" +
+				"spec: {clusterSelector: {selectorType: LabelSelector, labelSelector: {matchExpressions: [{key: gpu, operator: Within, values: [a100]}]}}}",
+			want: `fleet.yaml, document 1: ManagedClusterSet "gpus" has a selector OCM cannot read, and would select no cluster with: spec.clusterSelector.labelSelector.matchExpressions[0].operator: Invalid value: "Within": not a valid selector operator`,
+		},
 		"an object twice": {
 			in:   placementDoc("p") + "\n---\n" + cluster("c1") + "\n---\n" + placementDoc("p"),
 			want: `Placement "ml/p" appears twice: in fleet.yaml, document 1 and in fleet.yaml, document 3; give each object a name of its own, or remove one`,

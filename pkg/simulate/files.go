@@ -62,9 +62,27 @@ func placePrefix(where string) string {
 	return where[2:len(where)-1] + ": "
 }
 
+// decodeFile decodes one fleet file into f, and refuses one that gives no object: an empty
+// file, or one of comments only, is a mistake (the wrong file, or one not yet written) that
+// would otherwise print an empty answer as if the fleet had nothing.
 func decodeFile(ctx context.Context, f *Fleet, name string) error {
+	before := len(f.places)
+	source := name
 	if name == "-" {
-		return f.Decode(ctx, os.Stdin, "standard input")
+		source = "standard input"
+	}
+	if err := decodeSource(ctx, f, name, source); err != nil {
+		return err
+	}
+	if len(f.places) == before {
+		return fmt.Errorf("%s: nothing was read: it holds no object of a fleet (it is empty, or holds only comments, empty Lists or Namespaces, which are ignored); a fleet file holds %s", source, supportedKinds)
+	}
+	return nil
+}
+
+func decodeSource(ctx context.Context, f *Fleet, name, source string) error {
+	if name == "-" {
+		return f.Decode(ctx, os.Stdin, source)
 	}
 	r, err := os.Open(name)
 	if err != nil {

@@ -234,3 +234,40 @@ status:
 		t.Errorf("explanation error = %q, want the failure naming the invalid operator", r.Explanation.Error)
 	}
 }
+
+// TestNothingRead: a fleet file that gives no object is refused, naming the file, rather than
+// read as a fleet with nothing in it; one with objects is read.
+func TestNothingRead(t *testing.T) {
+	cases := map[string]struct {
+		text    string
+		wantErr bool
+	}{
+		"an empty file":               {text: "", wantErr: true},
+		"comments only":               {text: "# a fleet\n---\n# to come\n", wantErr: true},
+		"an empty List":               {text: "apiVersion: v1\nkind: List\nitems: []", wantErr: true},
+		"a Namespace only":            {text: "apiVersion: v1\nkind: Namespace\nmetadata: {name: ml}", wantErr: true},
+		"a cluster, and comments too": {text: "# a fleet\n---\n" + cluster("c1")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "fleet.yaml")
+			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadFiles(t.Context(), []string{path}, ReadOptions{Now: at})
+			if !tc.wantErr {
+				if err != nil {
+					t.Fatalf("ReadFiles: %v", err)
+				}
+				return
+			}
+			want := "fleet.yaml: nothing was read: it holds no object of a fleet (it is empty, or holds only comments, empty Lists or Namespaces, which are ignored); a fleet file holds " + supportedKinds
+			if err == nil {
+				t.Fatalf("ReadFiles accepted the file, want the error %q", want)
+			}
+			if diff := cmp.Diff(want, strings.ReplaceAll(err.Error(), path, "fleet.yaml")); diff != "" {
+				t.Errorf("error (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -118,6 +118,9 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 	slices.SortFunc(intents, func(a, b *fleetfitv1alpha1.HPAIntent) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+	if f.fromFiles {
+		shapedTheirDecisions(intents, existing, now)
+	}
 
 	ordered := slices.Clone(f.Placements)
 	slices.SortFunc(ordered, func(a, b *clusterv1beta1.Placement) int {
@@ -163,6 +166,7 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		for i, in := range mine {
 			*in = *plan.Intents[i]
 		}
+		sayNoneAskedFor(p, mine)
 		if plan.Kept {
 			keepDecisions(r.Explanation, r.Decisions, plan)
 		} else {
@@ -181,6 +185,58 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		sayFilesLackInventory(out)
 	}
 	return out, nil
+}
+
+// shapedTheirDecisions gives a fleet file's decisions one meaning, the hub's: a
+// PlacementDecision of a file is what the hub holds now, decided with the file's intents of
+// its placement. An intent that does not say which placement it last shaped
+// (status.scheduledPlacement, which a hand-written file seldom carries) is taken to have shaped
+// the decisions its placement holds in the file, with a Scheduled condition of its generation
+// when it has none. The hub's rules for decided clusters then hold as on the hub: they stay
+// while they are feasible (HoldStill pins them), and are checked as decided clusters are, so
+// that an inventory gone stale does not take one away ("silence is not absence"), which is
+// what explain says of such a cluster. An intent whose status names a placement keeps it: a
+// file that says an intent moved, or is new to its placement, is simulated as it says.
+// existing are the file's decisions by "namespace/placement".
+func shapedTheirDecisions(intents []*fleetfitv1alpha1.HPAIntent, existing map[string][]*clusterv1beta1.PlacementDecision, now time.Time) {
+	for _, in := range intents {
+		p := in.Spec.PlacementRef.Name
+		if in.Status.ScheduledPlacement != "" || !decidesAny(existing[in.Namespace+"/"+p]) {
+			continue
+		}
+		in.Status.ScheduledPlacement = p
+		if meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionScheduled) == nil {
+			meta.SetStatusCondition(&in.Status.Conditions, metav1.Condition{
+				Type: fleetfitv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, ObservedGeneration: in.Generation,
+				Reason: "Scheduled", Message: "Placement " + p + " holds the decisions of the fleet files", LastTransitionTime: metav1.NewTime(now),
+			})
+		}
+	}
+}
+
+func decidesAny(decisions []*clusterv1beta1.PlacementDecision) bool {
+	for _, d := range decisions {
+		if len(d.Status.Decisions) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// sayNoneAskedFor makes the Scheduled condition of the intents of a placement that asks for no
+// cluster (spec.numberOfClusters: 0) say so: no cluster was rejected, none was wanted.
+func sayNoneAskedFor(p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent) {
+	if n := p.Spec.NumberOfClusters; n == nil || *n != 0 {
+		return
+	}
+	for _, in := range intents {
+		c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionScheduled)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			continue
+		}
+		c.Reason = "NoClusterRequested"
+		c.Message = fmt.Sprintf("Placement %s asks for no cluster (spec.numberOfClusters: 0), so none is decided: set numberOfClusters, or leave it out for every cluster it selects", p.Name)
+	}
 }
 
 // keepDecisions makes the explanation of a cycle that failed after the scheduler chose (its
