@@ -32,9 +32,10 @@ import (
 )
 
 const (
-	// LabelIntentNamespace and LabelIntentName find the ManifestWorks of an intent. A
-	// ManifestWork lives in its cluster's namespace, so it cannot have the intent as its owner;
-	// the labels and the Finalizer take that role.
+	// LabelIntentNamespace and LabelIntentName find the ManifestWorks of an intent (see
+	// WorkSelector and IntentOf: a name longer than a label value is cut). A ManifestWork lives
+	// in its cluster's namespace, so it cannot have the intent as its owner; the labels and the
+	// Finalizer take that role.
 	LabelIntentNamespace = "fleetfit.io/hpaintent-namespace"
 	LabelIntentName      = "fleetfit.io/hpaintent-name"
 	// Finalizer keeps a deleted intent until its ManifestWorks are gone.
@@ -188,8 +189,7 @@ func (c *Controller) decisionHandler() toolscache.ResourceEventHandler {
 // workHandler requeues the intent a ManifestWork delivers when its status changes.
 func (c *Controller) workHandler() toolscache.ResourceEventHandler {
 	onWork := func(w *workv1.ManifestWork) {
-		ns, name := w.Labels[LabelIntentNamespace], w.Labels[LabelIntentName]
-		if ns != "" && name != "" {
+		if ns, name, ok := IntentOf(w); ok {
 			c.queue.Add(ns + "/" + name)
 		}
 	}

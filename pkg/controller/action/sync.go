@@ -33,10 +33,6 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
-// WorkName is the name of an intent's ManifestWork in every cluster namespace. A namespace
-// name has no dots, so "<namespace>.<name>" is unique.
-func WorkName(in *fleetfitv1alpha1.HPAIntent) string { return in.Namespace + "." + in.Name }
-
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -157,7 +153,8 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 		return nil
 	}
 	if equality.Semantic.DeepEqual(existing.Spec, want.Spec) && equality.Semantic.DeepEqual(existing.Labels, want.Labels) &&
-		existing.Annotations[AnnotationOptional] == want.Annotations[AnnotationOptional] {
+		existing.Annotations[AnnotationOptional] == want.Annotations[AnnotationOptional] &&
+		existing.Annotations[AnnotationIntentName] == want.Annotations[AnnotationIntentName] {
 		return nil
 	}
 	upd := existing.DeepCopy()
@@ -165,7 +162,13 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 	if upd.Annotations == nil {
 		upd.Annotations = map[string]string{}
 	}
-	upd.Annotations[AnnotationOptional] = want.Annotations[AnnotationOptional]
+	for _, key := range []string{AnnotationOptional, AnnotationIntentName} {
+		if v, ok := want.Annotations[key]; ok {
+			upd.Annotations[key] = v
+		} else {
+			delete(upd.Annotations, key)
+		}
+	}
 	if _, err := works.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating ManifestWork %s/%s: %w", cluster, want.Name, err)
 	}
@@ -255,12 +258,10 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 		}
 	}
 	sort.Strings(applied)
+	om := WorkMeta(in, cluster)
+	om.Annotations[AnnotationOptional] = strings.Join(applied, ",")
 	w := &workv1.ManifestWork{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: WorkName(in), Namespace: cluster,
-			Labels:      map[string]string{LabelIntentNamespace: in.Namespace, LabelIntentName: in.Name},
-			Annotations: map[string]string{AnnotationOptional: strings.Join(applied, ",")},
-		},
+		ObjectMeta: om,
 		// The work agent applies the manifests only as far as the intent namespace's
 		// ServiceAccount may: an intent's author gets no more on the cluster than that.
 		Spec: workv1.ManifestWorkSpec{Executor: delivery.Executor(in.Namespace)},
@@ -354,8 +355,7 @@ func namespaced(o *unstructured.Unstructured) bool {
 // deleteWorks deletes the intent's ManifestWorks on clusters not in keep (all when keep is
 // nil) and returns how many remain to be deleted.
 func (c *Controller) deleteWorks(ctx context.Context, ns, name string, keep sets.Set[string]) (int, error) {
-	sel := labels.SelectorFromSet(labels.Set{LabelIntentNamespace: ns, LabelIntentName: name})
-	works, err := c.works.List(sel)
+	works, err := c.works.List(WorkSelector(ns, name))
 	if err != nil {
 		return 0, err
 	}
@@ -364,6 +364,9 @@ func (c *Controller) deleteWorks(ctx context.Context, ns, name string, keep sets
 	for _, w := range works {
 		if keep.Has(w.Namespace) {
 			continue
+		}
+		if wns, wname, ok := IntentOf(w); !ok || wns != ns || wname != name {
+			continue // another intent's, whose name was cut to the same label value
 		}
 		remaining++
 		if !w.DeletionTimestamp.IsZero() {

@@ -1,0 +1,105 @@
+package action
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+)
+
+// How a ManifestWork names its intent.
+//
+// An HPAIntent's name is a DNS subdomain of up to 253 characters, and the API server admits
+// every one of them. A label value holds at most 63 characters and an object name 253, so
+// "<namespace>.<name>" and the name as a label value do not always fit. Refusing the longer
+// names at admission would refuse names Kubernetes gives its users, which clients such as
+// EMCO's API pass through from theirs, and leave those already stored Valid and undeliverable;
+// so delivery does not depend on the name fitting instead: a name or label value that would be
+// too long is cut and ends in a hash of the whole, as Kubernetes does for the names it
+// generates. Every intent the API
+// server admits can thus be delivered, and the names of those that already fit do not change.
+//
+// The cut forms cannot be mistaken for a name that fits: a cut ManifestWork name has no dot,
+// which "<namespace>.<name>" always has, and a cut label value has an underscore, which no
+// object name has. The full name of an intent whose label is cut is in the annotation
+// AnnotationIntentName; IntentOf reads it back.
+const (
+	// AnnotationIntentName holds the intent's name on a ManifestWork whose LabelIntentName
+	// holds a cut name (names longer than a label value may be).
+	AnnotationIntentName = LabelIntentName
+	// hashLength is how many hex digits of a name's SHA-256 a cut name ends with: 64 bits.
+	hashLength = 16
+)
+
+// WorkName is the name of an intent's ManifestWork in every cluster namespace:
+// "<namespace>.<name>", unique because a namespace name has no dots. When that is longer than
+// an object name may be, it is "<namespace>-<name with dots as dashes, cut>-<hash>", which has
+// no dot and so is never the WorkName of another intent.
+func WorkName(in *fleetfitv1alpha1.HPAIntent) string {
+	full := in.Namespace + "." + in.Name
+	if len(full) <= validation.DNS1123SubdomainMaxLength {
+		return full
+	}
+	prefix := in.Namespace + "-" + strings.ReplaceAll(in.Name, ".", "-")
+	return prefix[:validation.DNS1123SubdomainMaxLength-1-hashLength] + "-" + nameHash(in.Namespace+"/"+in.Name)
+}
+
+// intentLabelValue is the value of LabelIntentName for an intent named name: the name, or,
+// when it is longer than a label value may be, its beginning, "_" and a hash of the whole.
+func intentLabelValue(name string) string {
+	if len(validation.IsValidLabelValue(name)) == 0 {
+		return name
+	}
+	return name[:content.LabelValueMaxLength-1-hashLength] + "_" + nameHash(name)
+}
+
+// nameHash is the first hashLength hex digits of the SHA-256 of s.
+func nameHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:hashLength]
+}
+
+// WorkMeta is the name, namespace, labels and annotations of the intent's ManifestWork on a
+// cluster (without the annotations of what it delivers).
+func WorkMeta(in *fleetfitv1alpha1.HPAIntent, cluster string) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{
+		Name: WorkName(in), Namespace: cluster,
+		Labels:      map[string]string{LabelIntentNamespace: in.Namespace, LabelIntentName: intentLabelValue(in.Name)},
+		Annotations: map[string]string{},
+	}
+	if m.Labels[LabelIntentName] != in.Name {
+		m.Annotations[AnnotationIntentName] = in.Name
+	}
+	return m
+}
+
+// WorkSelector selects the ManifestWorks of the intent namespace/name, and, should two names
+// cut to one label value, those of the other intent too: callers keep the works IntentOf says
+// are the intent's.
+func WorkSelector(namespace, name string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{LabelIntentNamespace: namespace, LabelIntentName: intentLabelValue(name)})
+}
+
+// IntentOf returns the namespace and name of the intent a ManifestWork delivers; ok is false
+// for a ManifestWork fleetfit did not write, or whose labels and annotation disagree.
+func IntentOf(w *workv1.ManifestWork) (namespace, name string, ok bool) {
+	namespace, name = w.Labels[LabelIntentNamespace], w.Labels[LabelIntentName]
+	if full, cut := w.Annotations[AnnotationIntentName]; cut {
+		if intentLabelValue(full) != name {
+			return "", "", false
+		}
+		name = full
+	}
+	// A cut label without its annotation names no intent: it is no object name.
+	if namespace == "" || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return "", "", false
+	}
+	return namespace, name, true
+}
