@@ -140,6 +140,9 @@ func (o *EnableOptions) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkEveryCluster(ctx, clients, o.enable); err != nil {
+		return err
+	}
 	done, err := install.EnableAddOn(ctx, clients, o.enable)
 	for _, cluster := range done {
 		fmt.Fprintf(out, "Deploying %s add-on to managed cluster %s (namespace %s).\n", deployaddon.Name, cluster, deployagent.Namespace)
