@@ -1,6 +1,7 @@
 package candidates
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -96,9 +97,61 @@ func BenchmarkEvaluateTwoNumberedGroups(b *testing.B) {
 			var n int
 			b.ReportAllocs()
 			for b.Loop() {
-				n = len(Evaluate(b.Context(), snap, q, now).AllocationRequests)
+				resp, err := Evaluate(b.Context(), snap, q, now, DefaultLimits())
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(resp.AllocationRequests)
 			}
 			b.ReportMetric(float64(n), "candidates")
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/query")
+		})
+	}
+}
+
+// numberedGroups returns n numbered groups of res with policy.
+func numberedGroups(n int, res, policy string) string {
+	q := "group_policy=" + policy
+	for i := 1; i <= n; i++ {
+		q += fmt.Sprintf("&resources%d=%s", i, res)
+	}
+	return q
+}
+
+// BenchmarkEvaluateWorstQueries answers, over 10,000 clusters of 20 shapes, the queries
+// that enumerate the most: seven one-core groups with no limit (every combination of the
+// nodes, cut at DefaultMaxCandidates), sixteen isolated GPU groups where a cluster has twelve
+// GPU nodes (no candidate, refused once the work budget is spent), and one group no node
+// has room for (every cluster searched, none answers). steps/query is the work the budget
+// counts; B/op what the query allocates.
+func BenchmarkEvaluateWorstQueries(b *testing.B) {
+	snap := benchSnapshot(b)
+	for _, bc := range []struct{ name, query string }{
+		{"seven-groups", numberedGroups(7, "cpu:1", PolicyNone)},
+		{"sixteen-gpu-groups", numberedGroups(MaxNumberedGroups, "nvidia.com/gpu:1", PolicyIsolate)},
+		{"no-room", "resources=cpu:64"},
+	} {
+		q, err := ParseQuery(bc.query)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			var n int
+			var steps int64
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, spent, err := evaluate(b.Context(), snap, q, now, DefaultLimits())
+				var costly *BudgetError
+				if err != nil && !errors.As(err, &costly) {
+					b.Fatal(err)
+				}
+				n, steps = 0, spent
+				if resp != nil {
+					n = len(resp.AllocationRequests)
+				}
+			}
+			b.ReportMetric(float64(n), "candidates")
+			b.ReportMetric(float64(steps), "steps/query")
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/query")
 		})
 	}

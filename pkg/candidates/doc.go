@@ -37,4 +37,15 @@
 // suffix order, try the node runs of the inventory (shape by shape, free vector by free vector)
 // in turn, and within a run of identical nodes a group takes the first node with room. So
 // candidates differ in the nodes they use, and limit caps their total.
+//
+// # Bounds
+//
+// The combinations a cluster's nodes give grow as a power of the numbered groups, so every
+// query is bounded (Limits): a query has at most MaxNumberedGroups numbered groups; an
+// answer holds at most MaxCandidates (a larger limit, or none, is cut there, and the answer
+// says so in Truncated); the search counts its steps and is refused with a *BudgetError once
+// they pass WorkBudget, and stops when its context ends. Clusters are searched in rounds
+// that hold at most roundCandidates candidates, so memory follows the answer, not the
+// combinations. A required trait whose label no cluster reports is an error naming its
+// parameter rather than an empty answer.
 package candidates

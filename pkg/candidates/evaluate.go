@@ -2,6 +2,7 @@ package candidates
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,55 +25,103 @@ import (
 // candidate. It keeps a query with many classes over many shapes from running away.
 const maxSpreadSteps = 10000
 
-// parallelism is how many clusters are searched at once, and chunk how many clusters are
-// searched before the answers so far are counted against the limit.
+// chunk is how many clusters a round searches at most before the answers so far are
+// counted against the limit, and roundCandidates how many candidates a round may hold: a
+// round searches at most roundCandidates/need clusters (need: the candidates the answer
+// still lacks), so that the memory a query holds stays proportional to its answer.
 const (
-	parallelism = 4
-	chunk       = 256
+	chunk           = 256
+	roundCandidates = 16384
 )
 
-// Evaluate answers q over the fleet of snap at now; it writes nothing. Clusters are searched
-// in parallel but answered in name order and, within one, candidates come in the order of the
-// search (see the package documentation), so the answer is deterministic; Limit stops it
-// early. It stops when ctx ends, with what it has found by then.
-func Evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.Time) *Response {
-	e := newEvaluator(q)
+// Evaluate answers q over the fleet of snap at now, within lim; it writes nothing. Clusters
+// are searched in parallel but answered in name order and, within one, candidates come in
+// the order of the search (see the package documentation), so the answer is deterministic.
+// It returns an *Error naming the parameter when a required trait's label is reported by no
+// cluster, a *BudgetError when the search needs more than lim.WorkBudget steps, and the
+// context's error when ctx ends first; never a partial answer, except that an answer over
+// lim.MaxCandidates is cut there and says so.
+func Evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.Time, lim Limits) (*Response, error) {
+	resp, _, err := evaluate(ctx, snap, q, now, lim)
+	return resp, err
+}
+
+// evaluate is Evaluate, and returns the steps the search took too.
+func evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.Time, lim Limits) (*Response, int64, error) {
+	lim = lim.withDefaults()
+	if err := unreportedTraits(snap, q); err != nil {
+		return nil, 0, err
+	}
+	limit, capped := q.Limit, false
+	if limit == 0 || limit > lim.MaxCandidates {
+		// One candidate more than the cap tells whether the answer is cut.
+		limit, capped = lim.MaxCandidates+1, true
+	}
+	b := &budget{ctx: ctx, max: lim.WorkBudget}
+	e := newEvaluator(q, b)
 	resp := &Response{AllocationRequests: []AllocationRequest{}, ProviderSummaries: map[string]*ProviderSummary{}}
 	sets := e.setFilters(snap)
 	searches := sync.Pool{New: func() any { return &search{e: e, alloc: new(inventory.Allocation)} }}
 	answers := make([]*Response, chunk)
-	// With a limit, the first rounds are small and grow, so that a limit the first clusters
-	// meet does not search hundreds more.
-	size := chunk
-	if q.Limit > 0 {
-		size = parallelism
-	}
+	// The first rounds are small and grow, so that a limit the first clusters meet does not
+	// search hundreds more.
+	size := 0
 	for from := 0; from < snap.NumClusters(); from += size {
-		if q.Limit > 0 && len(resp.AllocationRequests) >= q.Limit || ctx.Err() != nil {
+		need := limit - len(resp.AllocationRequests)
+		if need <= 0 {
 			break
 		}
-		if from > 0 {
-			size = min(2*size, chunk)
-		}
+		size = min(max(2*size, lim.Parallelism), chunk, max(lim.Parallelism, roundCandidates/need))
 		to := min(from+size, snap.NumClusters())
 		clear(answers)
-		workqueue.ParallelizeUntil(ctx, parallelism, to-from, func(k int) {
+		workqueue.ParallelizeUntil(ctx, lim.Parallelism, to-from, func(k int) {
 			i := from + k
 			c := snap.Cluster(i)
-			if !usable(c, now) || !sets(i) || e.unreported(c.View) {
+			if b.over.Load() || !usable(c, now) || !sets(i) || e.unreported(c.View) {
 				return
 			}
 			s := searches.Get().(*search)
 			defer searches.Put(s)
+			// A cluster gives at most what the answer still lacks, so that a round holds at
+			// most roundCandidates.
+			s.limit = need
 			answers[k] = s.cluster(c, now)
 		})
+		if ctx.Err() != nil {
+			return nil, b.spent.Load(), fmt.Errorf("the search was stopped: %w", context.Cause(ctx))
+		}
+		if b.over.Load() {
+			return nil, b.spent.Load(), &BudgetError{Budget: lim.WorkBudget, NumberedGroups: len(e.numbered), Limit: q.Limit}
+		}
 		for _, a := range answers[:to-from] {
 			if a != nil {
-				resp.add(a, q.Limit)
+				resp.add(a, limit)
 			}
 		}
 	}
-	return resp
+	if capped && len(resp.AllocationRequests) > lim.MaxCandidates {
+		resp.cut(lim.MaxCandidates)
+	}
+	return resp, b.spent.Load(), nil
+}
+
+// cut keeps the first n candidates, and the summaries of the providers they use, and says
+// that the answer was cut.
+func (r *Response) cut(n int) {
+	r.AllocationRequests = r.AllocationRequests[:n:n]
+	sums := make(map[string]*ProviderSummary, len(r.ProviderSummaries))
+	for _, ar := range r.AllocationRequests {
+		for id := range ar.Allocations {
+			sums[id] = r.ProviderSummaries[id]
+		}
+		sums[ar.cluster] = r.ProviderSummaries[ar.cluster]
+	}
+	r.ProviderSummaries = sums
+	r.Truncated = &Truncation{
+		Candidates: n,
+		Detail: fmt.Sprintf("there are more than %d candidates, the most one answer holds: give a limit of at most %d, "+
+			"or narrow the query with required or member_of", n, n),
+	}
 }
 
 // add appends one cluster's answer, up to limit candidates in all (0: no limit), with the
@@ -104,6 +153,7 @@ func (s *search) cluster(c *framework.ClusterInfo, now time.Time) *Response {
 	}
 	s.reset(c, s.alloc)
 	s.numbered(0)
+	s.flush()
 	out := s.resp
 	s.resp = nil
 	return out
@@ -126,16 +176,19 @@ type evaluator struct {
 	q          *Query
 	numbered   []*compiledGroup
 	unnumbered *compiledGroup
+	budget     *budget
 }
 
 type compiledGroup struct {
 	*Group
 	// tolerate tolerates the NoSchedule taints of the extended resources the group asks for.
 	tolerate *inventory.Selector
+	// cost is the work of trying one node run for the group: its classes and traits.
+	cost int64
 }
 
-func newEvaluator(q *Query) *evaluator {
-	e := &evaluator{q: q}
+func newEvaluator(q *Query, b *budget) *evaluator {
+	e := &evaluator{q: q, budget: b}
 	for i := range q.Groups {
 		g := &q.Groups[i]
 		names := make([]corev1.ResourceName, 0, len(g.Resources))
@@ -144,7 +197,10 @@ func newEvaluator(q *Query) *evaluator {
 		}
 		// NewSelector only fails on bad features; there are none here.
 		tol, _ := inventory.NewSelector(nil, inventory.ExtendedResourceTolerations(names))
-		cg := &compiledGroup{Group: g, tolerate: tol}
+		cg := &compiledGroup{Group: g, tolerate: tol, cost: int64(1 + len(g.Resources) + len(g.Required))}
+		for _, anyOf := range g.AnyOf {
+			cg.cost += int64(len(anyOf))
+		}
 		if g.Numbered() {
 			e.numbered = append(e.numbered, cg)
 		} else {
@@ -223,8 +279,14 @@ type search struct {
 	used      [][]nodeUse
 	// picks are the node (run, position) of each numbered group in the candidate being built.
 	picks []nodePick
+	// limit is how many candidates the cluster may give; stop ends the search: the cluster
+	// has given them, or the query's budget is spent.
+	limit int
 	stop  bool
+	// steps counts the steps of one spread, work those of the cluster not yet added to the
+	// query's budget.
 	steps int
+	work  int64
 	// traits are the traits of the cluster's shapes summarized so far.
 	traits []shapeTraits
 }
@@ -239,8 +301,9 @@ type nodePick struct{ run, pos int }
 // reset makes s search cluster c, whose free nodes are alloc's, reusing its buffers.
 func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
 	e := s.e
-	s.c, s.stop, s.traits = c, false, s.traits[:0]
+	s.c, s.stop, s.traits, s.work = c, false, s.traits[:0], 0
 	s.runs = alloc.AppendFreeNodes(s.runs[:0])
+	s.charge(runCost * int64(len(s.runs)))
 	s.used = slices.Grow(s.used[:0], len(s.runs))[:len(s.runs)]
 	for i := range s.used {
 		s.used[i] = s.used[i][:0]
@@ -250,6 +313,7 @@ func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
 	// A run without room for a group before anything is taken never has room for it, and
 	// comparing amounts is cheaper than matching labels, so amounts go first.
 	for k, g := range e.numbered {
+		s.charge(int64(len(s.runs)) * g.cost)
 		s.eligible[k] = s.eligible[k][:0]
 		for ri := range s.runs {
 			r := &s.runs[ri]
@@ -260,6 +324,7 @@ func (s *search) reset(c *framework.ClusterInfo, alloc *inventory.Allocation) {
 	}
 	s.eligibleU = s.eligibleU[:0]
 	if g := e.unnumbered; g != nil {
+		s.charge(int64(len(s.runs)) * g.cost)
 		for ri := range s.runs {
 			r := &s.runs[ri]
 			if s.roomForSome(ri, g.Resources) && g.tolerate.Tolerates(r.Taints) && lacksForbidden(g.Group, r.Labels) {
@@ -371,7 +436,13 @@ func addTaken(taken []inventory.Amount, name corev1.ResourceName, milli int64) [
 
 func (s *search) take(ri, pos int, res []Resource, numbered bool) {
 	if pos == len(s.used[ri]) {
-		s.used[ri] = append(s.used[ri], nodeUse{})
+		// A node the search left keeps its buffer for the next one.
+		if pos < cap(s.used[ri]) {
+			s.used[ri] = s.used[ri][:pos+1]
+			s.used[ri][pos] = nodeUse{taken: s.used[ri][pos].taken[:0]}
+		} else {
+			s.used[ri] = append(s.used[ri], nodeUse{})
+		}
 	}
 	u := &s.used[ri][pos]
 	for _, a := range res {
@@ -399,13 +470,35 @@ func (s *search) untake(ri, pos int, res []Resource, numbered bool) {
 	}
 }
 
+// charge counts steps of work, and stops the search when the query's budget is spent or its
+// context has ended.
+func (s *search) charge(steps int64) {
+	if s.work += steps; s.work >= flushEvery {
+		s.flush()
+	}
+}
+
+// flush adds the steps counted so far to the query's budget.
+func (s *search) flush() {
+	if !s.e.budget.add(s.work) {
+		s.stop = true
+	}
+	s.work = 0
+}
+
 func (s *search) numbered(k int) {
+	if s.stop {
+		return
+	}
 	if k == len(s.e.numbered) {
 		s.placeUnnumbered()
 		return
 	}
 	g := s.e.numbered[k]
 	for _, ri := range s.eligible[k] {
+		if s.charge(tryCost * g.cost); s.stop {
+			return
+		}
 		pos, ok := s.pickNode(ri, g.Resources, true)
 		if !ok {
 			continue
@@ -431,6 +524,9 @@ func (s *search) placeUnnumbered() {
 	}
 	found := false
 	for _, ri := range s.eligibleU {
+		if s.charge(g.cost); s.stop {
+			return
+		}
 		if !hasTraits(g.Group, s.runs[ri].Labels) {
 			continue
 		}
@@ -478,6 +574,9 @@ func (s *search) spread(picks []nodePick) bool {
 		if s.steps++; s.steps > maxSpreadSteps {
 			return true
 		}
+		if s.charge(1); s.stop {
+			return true
+		}
 		pos, ok := s.pickNode(ri, one, false)
 		if !ok {
 			continue
@@ -498,6 +597,7 @@ func (s *search) emit(unnumbered []nodePick) {
 	if s.resp == nil {
 		s.resp = &Response{ProviderSummaries: map[string]*ProviderSummary{}}
 	}
+	s.charge(emitCost * int64(1+len(s.e.q.Groups)))
 	cluster := s.c.Name()
 	ar := AllocationRequest{Allocations: map[string]Allocation{}, Mappings: map[string][]string{}, cluster: cluster}
 	add := func(p nodePick, r Resource) string {
@@ -542,7 +642,7 @@ func (s *search) emit(unnumbered []nodePick) {
 		}
 	}
 	s.resp.AllocationRequests = append(s.resp.AllocationRequests, ar)
-	if l := s.e.q.Limit; l > 0 && len(s.resp.AllocationRequests) >= l {
+	if len(s.resp.AllocationRequests) >= s.limit {
 		s.stop = true
 	}
 }

@@ -57,6 +57,8 @@ type clusterSpec struct {
 	stale        bool
 	set          string
 	reservations []framework.Reservation
+	// reports are label keys the cluster's agent reports besides its default prefixes.
+	reports []string
 }
 
 func snapshot(t testing.TB, clusters map[string]clusterSpec) *framework.Snapshot {
@@ -82,7 +84,11 @@ func snapshot(t testing.TB, clusters map[string]clusterSpec) *framework.Snapshot
 		if spec.stale {
 			observed = now.Add(-time.Hour)
 		}
-		info := framework.NewClusterInfo(cw.Obj(), nil, ut.MakeInventory(cname, observed, spec.nodes, spec.pods...))
+		inv := ut.MakeInventory(cname, observed, spec.nodes, spec.pods...)
+		if len(spec.reports) > 0 {
+			inv.Status.ReportedLabels.Keys = append(inv.Status.ReportedLabels.Keys, spec.reports...)
+		}
+		info := framework.NewClusterInfo(cw.Obj(), nil, inv)
 		info.Reservations = spec.reservations
 		infos = append(infos, info)
 	}
@@ -294,10 +300,13 @@ func TestEvaluateSeedExamples(t *testing.T) {
 			query: "resources=cpu:1&limit=2",
 			want:  []string{"a: _=cpu", "b: _=cpu"},
 		},
-		"a label the cluster does not report decides nothing": {
-			clusters: map[string]clusterSpec{"c": {nodes: []*corev1.Node{cpuNode}}},
-			query:    "resources=cpu:1&required=!example.com/secret",
-			want:     nil,
+		"a label a cluster does not report decides nothing there": {
+			clusters: map[string]clusterSpec{
+				"a": {nodes: []*corev1.Node{cpuNode}, reports: []string{"example.com/secret"}},
+				"c": {nodes: []*corev1.Node{cpuNode}},
+			},
+			query: "resources=cpu:1&required=!example.com/secret",
+			want:  []string{"a: _=cpu"},
 		},
 	}
 	for title, tc := range cases {
@@ -306,7 +315,10 @@ func TestEvaluateSeedExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp := Evaluate(t.Context(), snapshot(t, tc.clusters), q, now)
+			resp, err := Evaluate(t.Context(), snapshot(t, tc.clusters), q, now, DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
 			got := describe(t, resp)
 			for i := range got {
 				got[i] = shapeless(got[i])
@@ -356,7 +368,10 @@ func TestEvaluateResponseShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := Evaluate(t.Context(), snap, q, now)
+	resp, err := Evaluate(t.Context(), snap, q, now, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(resp.AllocationRequests) != 1 {
 		t.Fatalf("got %d candidates, want 1", len(resp.AllocationRequests))
 	}
@@ -426,7 +441,10 @@ func TestEvaluateLimitAcrossRounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp := Evaluate(t.Context(), snap, q, now)
+		resp, err := Evaluate(t.Context(), snap, q, now, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
 		var want []string
 		for i := range min(limit, 40) {
 			want = append(want, fmt.Sprintf("c%02d: _=n", i))

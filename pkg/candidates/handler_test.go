@@ -3,6 +3,7 @@ package candidates
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,9 +20,13 @@ import (
 )
 
 func TestHandler(t *testing.T) {
-	snap := snapshot(t, map[string]clusterSpec{"c": {nodes: []*corev1.Node{
-		ut.MakeNode("n").Label(name, "n").Resource(corev1.ResourceCPU, "8").Obj(),
-	}}})
+	// Eight nodes of eight cores, each its own shape.
+	var nodes []*corev1.Node
+	for i := range 8 {
+		n := fmt.Sprintf("n%d", i)
+		nodes = append(nodes, ut.MakeNode(n).Label(name, n).Resource(corev1.ResourceCPU, "8").Obj())
+	}
+	snap := snapshot(t, map[string]clusterSpec{"c": {nodes: nodes}})
 	fleet := func() (*framework.Snapshot, time.Time) { return snap, now }
 	var asked authorizer.Attributes
 	authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
@@ -31,20 +36,40 @@ func TestHandler(t *testing.T) {
 		}
 		return authorizer.DecisionNoOpinion, "", nil
 	})
-	h := Handler(fleet, authz)
+	h := Handler(fleet, authz, HandlerOptions{})
+	// Seven one-core groups on eight nodes: 8^7 combinations.
+	seven := "group_policy=none"
+	for i := 1; i <= 7; i++ {
+		seven += fmt.Sprintf("&resources%d=cpu:1", i)
+	}
 	cases := map[string]struct {
 		user, method, query string
+		opts                *HandlerOptions
 		status              int
 		body                string
 	}{
-		"answer":          {"alice", http.MethodGet, "resources=cpu:2", http.StatusOK, `"c/`},
-		"bad query":       {"alice", http.MethodGet, "resources=cpu:0", http.StatusBadRequest, `"detail":"resources: cpu: the amount must be positive`},
-		"not allowed":     {"mallory", http.MethodGet, "resources=cpu:2", http.StatusForbidden, `cannot list managedclusters`},
-		"unauthenticated": {"", http.MethodGet, "resources=cpu:2", http.StatusUnauthorized, `unauthenticated`},
-		"not a GET":       {"alice", http.MethodPost, "resources=cpu:2", http.StatusMethodNotAllowed, `only GET`},
+		"answer":          {user: "alice", method: http.MethodGet, query: "resources=cpu:2", status: http.StatusOK, body: `"c/`},
+		"bad query":       {user: "alice", method: http.MethodGet, query: "resources=cpu:0", status: http.StatusBadRequest, body: `"detail":"resources: cpu: the amount must be positive`},
+		"not allowed":     {user: "mallory", method: http.MethodGet, query: "resources=cpu:2", status: http.StatusForbidden, body: `cannot list managedclusters`},
+		"unauthenticated": {method: http.MethodGet, query: "resources=cpu:2", status: http.StatusUnauthorized, body: `unauthenticated`},
+		"not a GET":       {user: "alice", method: http.MethodPost, query: "resources=cpu:2", status: http.StatusMethodNotAllowed, body: `only GET`},
+		"a label no cluster reports": {user: "alice", method: http.MethodGet, query: "resources=cpu:2&required=example.com/magic",
+			status: http.StatusBadRequest, body: `"detail":"required: no cluster reports the node label example.com/magic`},
+		"every combination is cut": {user: "alice", method: http.MethodGet, query: seven,
+			status: http.StatusOK, body: `"truncated":{"candidates":1000,`},
+		"over the work budget": {user: "alice", method: http.MethodGet, query: seven,
+			opts:   &HandlerOptions{Limits: Limits{WorkBudget: 1000}},
+			status: http.StatusBadRequest, body: `"detail":"query: too costly to answer`},
+		"out of time": {user: "alice", method: http.MethodGet, query: seven,
+			opts:   &HandlerOptions{Timeout: time.Nanosecond},
+			status: http.StatusServiceUnavailable, body: `within 1ns`},
 	}
 	for title, tc := range cases {
 		t.Run(title, func(t *testing.T) {
+			h := h
+			if tc.opts != nil {
+				h = Handler(fleet, authz, *tc.opts)
+			}
 			r := httptest.NewRequestWithContext(t.Context(), tc.method, Path+"?"+tc.query, nil)
 			if tc.user != "" {
 				r = r.WithContext(request.WithUser(r.Context(), &user.DefaultInfo{Name: tc.user}))
@@ -52,10 +77,10 @@ func TestHandler(t *testing.T) {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 			if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.body) {
-				t.Errorf("got %d %s, want %d with %s", w.Code, w.Body.String(), tc.status, tc.body)
+				t.Errorf("got %d %.500s, want %d with %s", w.Code, w.Body.String(), tc.status, tc.body)
 			}
 			if !json.Valid(w.Body.Bytes()) {
-				t.Errorf("the body is not JSON: %s", w.Body.String())
+				t.Errorf("the body is not JSON: %.500s", w.Body.String())
 			}
 		})
 	}

@@ -218,7 +218,14 @@ func ParseValues(values url.Values) (*Query, error) {
 			return nil, errorf("required"+s, "traits without resources: give resources%s too", s)
 		}
 		if s != "" {
-			numbered++
+			if numbered++; numbered > MaxNumberedGroups {
+				given := len(groups)
+				if _, ok := groups[""]; ok {
+					given--
+				}
+				return nil, errorf("resources"+s, "a numbered group beyond the %d a query may have (it has %d): "+
+					"ask for at most %d", MaxNumberedGroups, given, MaxNumberedGroups)
+			}
 		}
 		q.Groups = append(q.Groups, *groups[s])
 	}

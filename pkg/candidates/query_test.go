@@ -95,6 +95,10 @@ func TestParseQueryErrors(t *testing.T) {
 		"empty member_of in:":                 {"resources=cpu:1&member_of=in:", "member_of", "empty in: list"},
 		"invalid set name":                    {"resources=cpu:1&member_of=Not_A_Set", "member_of", "invalid ManagedClusterSet name"},
 		"malformed query":                     {"resources=cpu:1&%zz", "query", "invalid"},
+		// Suffixes are read in order: 1, 10, 11, ..., 17, 2, ..., 9.
+		"too many numbered groups": {numberedGroups(17, "cpu:1", PolicyNone), "resources9", "beyond the 16 a query may have (it has 17)"},
+		"hundreds of numbered groups": {"resources=cpu:1&" + numberedGroups(485, "cpu:1", PolicyNone), "resources113",
+			"beyond the 16 a query may have (it has 485)"},
 	}
 	for title, tc := range cases {
 		t.Run(title, func(t *testing.T) {
@@ -168,6 +172,9 @@ func FuzzParseQuery(f *testing.F) {
 		}
 		if numbered > 1 && q.GroupPolicy == "" {
 			t.Fatalf("%d numbered groups without group_policy accepted", numbered)
+		}
+		if numbered > MaxNumberedGroups {
+			t.Fatalf("%d numbered groups accepted, more than %d", numbered, MaxNumberedGroups)
 		}
 	})
 }

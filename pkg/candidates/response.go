@@ -11,6 +11,17 @@ import (
 type Response struct {
 	AllocationRequests []AllocationRequest         `json:"allocation_requests"`
 	ProviderSummaries  map[string]*ProviderSummary `json:"provider_summaries"`
+	// Truncated, not part of OpenStack's shape, is set when there are more candidates than
+	// the answer holds: without a limit, or with one over the most an answer holds, the
+	// answer is cut there, as a paging API says that there is more.
+	Truncated *Truncation `json:"truncated,omitempty"`
+}
+
+// Truncation says that an answer was cut, where, and what to change.
+type Truncation struct {
+	// Candidates is how many candidates the answer holds.
+	Candidates int    `json:"candidates"`
+	Detail     string `json:"detail"`
 }
 
 // AllocationRequest is one candidate: what each node would give, and which nodes satisfy

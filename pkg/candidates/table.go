@@ -29,7 +29,14 @@ func PrintTable(w io.Writer, q *Query, resp *Response) error {
 		}
 		t.Row(row...)
 	}
-	return t.Flush()
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	if resp.Truncated != nil {
+		_, err := fmt.Fprintf(w, "Only the first %d candidates: %s.\n", resp.Truncated.Candidates, resp.Truncated.Detail)
+		return err
+	}
+	return nil
 }
 
 // groupCell writes "shape/i: cpu 2, memory 4Gi", one part per node, in the group's order.

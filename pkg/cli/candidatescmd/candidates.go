@@ -6,6 +6,7 @@ package candidatescmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -26,13 +27,16 @@ type Options struct {
 	Files  []string
 	Now    func() time.Time
 
+	// Limits bound the answer and the search, as on the hub.
+	Limits candidates.Limits
+
 	RawQuery string
 	query    *candidates.Query
 }
 
 // NewCommand returns `fleetfit candidates`.
 func NewCommand(flags *clientopts.Flags) *cobra.Command {
-	o := &Options{Flags: flags, Now: time.Now}
+	o := &Options{Flags: flags, Now: time.Now, Limits: candidates.DefaultLimits()}
 	c := &cobra.Command{
 		Use:   "candidates QUERY",
 		Short: "List the clusters and nodes that could take a request now (OpenStack's allocation candidates)",
@@ -46,7 +50,11 @@ meaning feature.node.kubernetes.io/cpu-cpuid.<FLAG>=true; member_of names Manage
 
 The fleet is read from the hub (as explain and simulate read it) or from fleet files with -f,
 and answered by the same code as the hub's /allocation_candidates endpoint. Capacity the hub
-holds for brand-new decisions (in-flight reservations) is only visible to the endpoint.`,
+holds for brand-new decisions (in-flight reservations) is only visible to the endpoint.
+
+As on the hub, an answer holds at most --max-candidates candidates (and says when there are
+more), and a query whose search needs more than --work-budget steps is refused, naming what
+to change.`,
 		Example: `  fleetfit candidates 'resources=VCPU:8,MEMORY_MB:16384' --kubeconfig hub.kubeconfig
   fleetfit candidates 'resources1=cpu:8,nvidia.com/gpu:1&required1=nvidia.com/gpu.product=A100-SXM4-80GB&resources2=cpu:4&group_policy=isolate' -f deploy/examples/fleet.yaml
   fleetfit candidates 'resources=cpu:2&required=in:HW_CPU_X86_AVX512F,intel.feature.node.kubernetes.io/qat&limit=5' -f fleet.yaml -o json`,
@@ -62,6 +70,8 @@ holds for brand-new decisions (in-flight reservations) is only visible to the en
 		},
 	}
 	o.Output = output.AddFlags(c, output.Table, output.YAML, output.JSON)
+	c.Flags().IntVar(&o.Limits.MaxCandidates, "max-candidates", o.Limits.MaxCandidates, "the most candidates an answer holds; a larger limit is lowered to it, and the answer says when there are more")
+	c.Flags().Int64Var(&o.Limits.WorkBudget, "work-budget", o.Limits.WorkBudget, "the most search steps a query may take; a query that needs more is refused")
 	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see fleetfit simulate --help)")
 	return c
 }
@@ -77,6 +87,12 @@ func (o *Options) Complete(args []string) error {
 func (o *Options) Validate() error {
 	if err := o.Output.Validate(); err != nil {
 		return err
+	}
+	if o.Limits.MaxCandidates < 1 {
+		return fmt.Errorf("--max-candidates must be positive, got %d", o.Limits.MaxCandidates)
+	}
+	if o.Limits.WorkBudget < 1 {
+		return fmt.Errorf("--work-budget must be positive, got %d", o.Limits.WorkBudget)
 	}
 	q, err := candidates.ParseQuery(o.RawQuery)
 	if err != nil {
@@ -97,7 +113,10 @@ func (o *Options) Run(ctx context.Context, w io.Writer) error {
 	// The capacity that the hub's latest decisions hold until their pods show (persisted in
 	// the intents' status) is not free, here as on the hub's own endpoint.
 	placement.RestoreReservations(c, fleet.Intents, now, placement.DefaultReservationTimeout)
-	resp := candidates.Evaluate(ctx, c.Snapshot(), o.query, now)
+	resp, err := candidates.Evaluate(ctx, c.Snapshot(), o.query, now, o.Limits)
+	if err != nil {
+		return err
+	}
 	if o.Output.Structured() {
 		return o.Output.PrintData(w, resp)
 	}
