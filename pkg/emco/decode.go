@@ -1,14 +1,18 @@
 package emco
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -32,8 +36,9 @@ func decode(r *http.Request, v any) *Error {
 		return badRequest("the body is empty: send the %s as JSON, or as YAML with Content-Type: application/yaml", kindOf(v))
 	}
 	if isYAML(r.Header.Get("Content-Type")) {
-		if raw, err = yaml.YAMLToJSON(raw); err != nil {
-			return badRequest("the body is not YAML: %v", err)
+		var yamlErr *Error
+		if raw, yamlErr = yamlToJSON(raw); yamlErr != nil {
+			return yamlErr
 		}
 	}
 	strict, err := sigsjson.UnmarshalStrict(raw, v)
@@ -53,6 +58,52 @@ func decode(r *http.Request, v any) *Error {
 	}
 	return nil
 }
+
+// yamlToJSON converts a YAML body to JSON, refusing what JSON refuses: a
+// second document (a JSON body is one value) and a key given twice in one
+// mapping (as UnmarshalStrict refuses a repeated field).
+func yamlToJSON(raw []byte) ([]byte, *Error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	var doc []byte
+	documents := 0
+	for {
+		chunk, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, badRequest("the body is not YAML: %v", err)
+		}
+		converted, err := yaml.YAMLToJSON(chunk)
+		if err != nil {
+			return nil, badRequest("the body is not YAML: %v", err)
+		}
+		if string(bytes.TrimSpace(converted)) == "null" {
+			// Only comments or a separator: no document.
+			continue
+		}
+		documents++
+		doc = chunk
+	}
+	if documents == 0 {
+		return nil, badRequest("the body holds no YAML document")
+	}
+	if documents > 1 {
+		return nil, badRequest("the body holds %d YAML documents: send one per request", documents)
+	}
+	out, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		if m := yamlDuplicateRE.FindStringSubmatch(err.Error()); m != nil {
+			return nil, badRequest("duplicate field %s (line %s of the body)", m[2], m[1])
+		}
+		return nil, badRequest("the body is not YAML: %v", err)
+	}
+	return out, nil
+}
+
+// yamlDuplicateRE finds a key given twice in the error of a strict YAML
+// conversion, which says only its line.
+var yamlDuplicateRE = regexp.MustCompile(`line (\d+): key (".*") already set in map`)
 
 func isYAML(contentType string) bool {
 	t, _, err := mime.ParseMediaType(contentType)

@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -50,19 +49,20 @@ type Handler struct {
 	clients Clients
 	authz   authorizer.Authorizer
 	mux     *http.ServeMux
+	// locks make this hub's changes of one intent one at a time.
+	locks intentLocks
 	// backoff paces the retries of a change that lost a race with another
-	// change of the same intent (409 Conflict from the API server): every
-	// change reads the intent again and is applied anew.
-	backoff wait.Backoff
+	// writer of the same intent (409 Conflict from the API server), for at
+	// most conflictTimeout: every change reads the intent again and is
+	// applied anew (see write).
+	backoff         wait.Backoff
+	conflictTimeout time.Duration
 }
-
-// conflictBackoff lets a few dozen concurrent changes of one intent all land.
-var conflictBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 1, Cap: time.Second}
 
 // New returns the handler. authz authorises each request as its caller,
 // whom the hub's authentication filter has put in the request's context.
 func New(clients Clients, authz authorizer.Authorizer) *Handler {
-	h := &Handler{clients: clients, authz: authz, mux: http.NewServeMux(), backoff: conflictBackoff}
+	h := &Handler{clients: clients, authz: authz, mux: http.NewServeMux(), backoff: conflictBackoff, conflictTimeout: conflictTimeout}
 	routes := []struct {
 		method, path, verb string
 		serve              func(context.Context, scope, *http.Request) (int, any, error)
@@ -122,19 +122,6 @@ func (s scope) holds(in *v1alpha1.HPAIntent) bool {
 	return true
 }
 
-// check refuses names that cannot be labels; the labels keep an intent under
-// its path.
-func (s scope) check() *Error {
-	for _, seg := range []struct{ what, value string }{
-		{"composite app", s.app}, {"composite app version", s.version}, {"deployment intent group", s.dig},
-	} {
-		if problems := validation.IsValidLabelValue(seg.value); len(problems) > 0 {
-			return badRequest("%s %q: %s", seg.what, seg.value, problems[0])
-		}
-	}
-	return nil
-}
-
 // serve authorises a request as the caller the hub's authentication filter
 // found, checks its path and project, runs serve and writes what it returns:
 // a body with a status code, or an error.
@@ -147,7 +134,10 @@ func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Re
 			if err := h.authorize(ctx, verb, s); err != nil {
 				return 0, nil, err
 			}
-			if err := s.check(); err != nil {
+			if err := s.checkNames(); err != nil {
+				return 0, nil, err
+			}
+			if err := checkQuery(r.URL); err != nil {
 				return 0, nil, err
 			}
 			if _, err := h.clients.Kube.CoreV1().Namespaces().Get(ctx, s.project, metav1.GetOptions{}); err != nil {

@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
+	apivalidation "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
 )
 
 // intent reads the scope's intent from the hub API server. One being
@@ -34,7 +34,7 @@ func (h *Handler) intent(ctx context.Context, s scope) (*v1alpha1.HPAIntent, err
 // about, for messages.
 func (h *Handler) update(ctx context.Context, s scope, at location, change func(*v1alpha1.HPAIntent) error) (*v1alpha1.HPAIntent, error) {
 	var out *v1alpha1.HPAIntent
-	err := retry.RetryOnConflict(h.backoff, func() error {
+	err := h.write(ctx, s, func() error {
 		in, err := h.intent(ctx, s)
 		if err != nil {
 			return err
@@ -43,7 +43,7 @@ func (h *Handler) update(ctx context.Context, s scope, at location, change func(
 		if err := change(in); err != nil {
 			return err
 		}
-		if errs := validation.ValidateHPAIntent(in); len(errs) > 0 {
+		if errs := apivalidation.ValidateHPAIntent(in); len(errs) > 0 {
 			return invalid(in, at, errs, labelField(in))
 		}
 		out, err = h.clients.Fleetfit.FleetfitV1alpha1().HPAIntents(s.project).Update(ctx, in, metav1.UpdateOptions{})
@@ -52,11 +52,16 @@ func (h *Handler) update(ctx context.Context, s scope, at location, change func(
 		}
 		return fromAPI(in, at, err, labelField(in))
 	})
-	if apierrors.IsConflict(err) {
-		// Every retry lost a race with another change of the intent.
-		return nil, conflict("hpa intent %q kept changing while this request was applied (%d attempts): try again", s.intent, h.backoff.Steps)
-	}
 	return out, err
+}
+
+// isPlacementName returns what keeps name from being a Placement's.
+func isPlacementName(name string) []string {
+	problems := validation.IsDNS1123Subdomain(name)
+	for i := range problems {
+		problems[i] = "the app's Placement has this name: " + problems[i]
+	}
+	return problems
 }
 
 // labelField names the field a requirement's node label was posted as.
@@ -79,11 +84,20 @@ func intentFrom(r *http.Request) (*Intent, error) {
 	if body.Spec.ResourceConsumers != nil {
 		return nil, badRequest("spec.resourceConsumers: Forbidden: post each consumer to .../hpa-intents/%s/hpa-resource-consumers", body.Metadata.Name)
 	}
+	appField := "spec.app"
 	switch {
 	case body.Spec.App == "":
-		body.Spec.App = body.Spec.AppName
+		body.Spec.App, appField = body.Spec.AppName, "spec.appName"
 	case body.Spec.AppName != "" && body.Spec.AppName != body.Spec.App:
 		return nil, badRequest("spec.appName: Invalid value: %q: appName is another spelling of app; give one of them", body.Spec.AppName)
+	}
+	if err := bodyName("metadata.name", body.Metadata.Name, validation.IsDNS1123Subdomain); err != nil {
+		return nil, err
+	}
+	// The app names its Placement: a name no Placement can have would leave
+	// the intent waiting for ever.
+	if err := bodyName(appField, body.Spec.App, isPlacementName); err != nil {
+		return nil, err
 	}
 	return &body, nil
 }
@@ -103,7 +117,7 @@ func (h *Handler) newIntent(ctx context.Context, s scope, body *Intent) (int, an
 		Spec:       v1alpha1.HPAIntentSpec{PlacementRef: v1alpha1.PlacementRef{Name: body.Spec.App}},
 	}
 	setIntentMetadata(in, body.Metadata)
-	if errs := validation.ValidateHPAIntent(in); len(errs) > 0 {
+	if errs := apivalidation.ValidateHPAIntent(in); len(errs) > 0 {
 		return 0, nil, invalid(in, location{}, errs, labelField(in))
 	}
 	created, err := h.clients.Fleetfit.FleetfitV1alpha1().HPAIntents(s.project).Create(ctx, in, metav1.CreateOptions{})
@@ -192,7 +206,7 @@ func (h *Handler) putIntent(ctx context.Context, s scope, r *http.Request) (int,
 // deletion is conditional on the intent read, so a consumer added meanwhile
 // is never deleted with it.
 func (h *Handler) deleteIntent(ctx context.Context, s scope, _ *http.Request) (int, any, error) {
-	err := retry.RetryOnConflict(h.backoff, func() error {
+	err := h.write(ctx, s, func() error {
 		in, err := h.intent(ctx, s)
 		if err != nil {
 			return err

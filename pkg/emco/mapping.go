@@ -8,9 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	apivalidation "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
 )
 
 // Labels of an HPAIntent written through the API: where in EMCO's tree it lives.
@@ -252,6 +254,16 @@ func parseAmount(raw json.RawMessage) (resource.Quantity, error) {
 	return resource.ParseQuantity(text)
 }
 
+// amountText is an amount as written: a JSON string's text, or the number.
+func amountText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	var text string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &text) == nil {
+		return text
+	}
+	return string(raw)
+}
+
 var (
 	errNoAmount  = errors.New("no amount")
 	errNotAmount = errors.New("not a number or a string")
@@ -263,6 +275,15 @@ func consumerFrom(c *Consumer) (v1alpha1.ResourceConsumer, *Error) {
 		return v1alpha1.ResourceConsumer{}, badRequest("spec.resourceRequirements: Forbidden: post each requirement to .../hpa-resource-consumers/%s/resource-requirements", c.Metadata.Name)
 	}
 	ref := c.Spec.Consumer
+	for _, e := range []*Error{
+		bodyName("metadata.name", c.Metadata.Name, isEMCOName),
+		bodyName("spec.consumer.name", ref.Name, validation.IsDNS1123Subdomain),
+		bodyName("spec.consumer.container-name", ref.ContainerName, validation.IsDNS1123Label),
+	} {
+		if e != nil {
+			return v1alpha1.ResourceConsumer{}, e
+		}
+	}
 	return v1alpha1.ResourceConsumer{
 		Name:   c.Metadata.Name,
 		Target: v1alpha1.ConsumerTarget{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Container: ref.ContainerName},
@@ -278,6 +299,9 @@ func requirementFrom(r *Requirement) (v1alpha1.ResourceRequirement, *requirement
 	out := v1alpha1.ResourceRequirement{Name: r.Metadata.Name, Mandatory: s.Mandatory, Weight: s.Weight}
 	part := &requirementPart{partMetadata: storedMetadata(r.Metadata)}
 	specPath := field.NewPath("spec")
+	if err := bodyName("metadata.name", r.Metadata.Name, isEMCOName); err != nil {
+		return out, nil, err
+	}
 	if s.Allocatable == nil {
 		return out, nil, badRequest("%s", field.Required(specPath.Child("allocatable"),
 			"true for an amount of a resource (name, requests, limits, units), false for a node label (key or name, value)").Error())
@@ -308,6 +332,12 @@ func requirementFrom(r *Requirement) (v1alpha1.ResourceRequirement, *requirement
 		}{{"requests", s.Requests, &amount.Requests, &part.Requests}, {"limits", s.Limits, &amount.Limits, &part.Limits}} {
 			if len(a.raw) == 0 || string(a.raw) == "null" {
 				continue
+			}
+			if text := amountText(a.raw); apivalidation.HasLongExponent(text) {
+				// ParseQuantity would round it to 0 or 1n, or take long to
+				// read it: refuse it, as admission refuses it.
+				return out, nil, badRequest("%s", field.Invalid(specPath.Child(a.name), text,
+					"an exponent has at most three digits, such as 4e9 or 4G: longer ones give amounts far beyond what fleetfit can count, or below the smallest, 1n").Error())
 			}
 			q, err := parseAmount(a.raw)
 			if err != nil {
