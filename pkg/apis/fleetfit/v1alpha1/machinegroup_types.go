@@ -112,8 +112,21 @@ type MachineTypeRef struct {
 	Name string `json:"name"`
 }
 
+// The bounds of a machine type's cpu and memory are rules of MachineType, not
+// of MachineTypeSpec, which agents also report to the hub in
+// ClusterInventories: a type stored before the rules must not make a
+// cluster's whole report unwritable. They leave negative amounts and long
+// exponents to MachineTypeSpec's rules, which say more about those. The bound
+// is MaxAmount, as for an HPAIntent's amounts.
+
 // MachineType is a named bundle of resources and how many of it the group
-// keeps reserved.
+// keeps reserved. Its cpu and memory become the requests and limits of its
+// pods, so each must be more than 0 (a limit of 0 is no limit at all) and at
+// most 9223372036854775, the most fleetfit can count (in thousandths, in 64
+// bits).
+//
+// +kubebuilder:validation:XValidation:rule="string(self.spec.cpu).startsWith('-') || string(self.spec.cpu).matches('[eE][-+]?[0-9]{4}') || !isQuantity(string(self.spec.cpu)) || (quantity(string(self.spec.cpu)).compareTo(quantity('0')) > 0 && quantity(string(self.spec.cpu)).compareTo(quantity('9223372036854775')) <= 0)",message="cpu must be more than 0 and at most 9223372036854775 cores, the most fleetfit can count: it is the requests and limits of each machine's pods, and a limit of 0 is no limit at all",fieldPath=".spec.cpu"
+// +kubebuilder:validation:XValidation:rule="string(self.spec.memory).startsWith('-') || string(self.spec.memory).matches('[eE][-+]?[0-9]{4}') || !isQuantity(string(self.spec.memory)) || (quantity(string(self.spec.memory)).compareTo(quantity('0')) > 0 && quantity(string(self.spec.memory)).compareTo(quantity('9223372036854775')) <= 0)",message="memory must be more than 0 and at most 9223372036854775 bytes (about 8 PiB), the most fleetfit can count: it is the requests and limits of each machine's pods, and a limit of 0 is no limit at all",fieldPath=".spec.memory"
 type MachineType struct {
 	// name of the machine type: a DNS label, as it is a node label's key name
 	// (machines.fleetfit.io/<name>) and part of object names.
