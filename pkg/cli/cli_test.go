@@ -266,3 +266,43 @@ func TestExplainAgreesWithSimulate(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedSayingWhy: input that would give no answer, a wrong one or a hang is refused with
+// what is wrong with it.
+func TestRefusedSayingWhy(t *testing.T) {
+	hanging := filepath.Join(t.TempDir(), "hanging.kubeconfig")
+	if err := os.WriteFile(hanging, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: hub, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: ["-c", "exec sleep 4"], interactiveMode: Never}}}]
+contexts: [{name: hub, context: {cluster: hub, user: u}}]
+current-context: hub
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"a fleet file of comments only": {
+			args: []string{"get", "clusters", "-f", "testdata/comments-only.yaml"},
+			want: "testdata/comments-only.yaml: nothing was read: it holds no object of a fleet",
+		},
+		"a List whose items are a string": {
+			args: []string{"simulate", "-f", "testdata/list-items-string.yaml"},
+			want: "testdata/list-items-string.yaml, document 1: List: items is a string, not a sequence",
+		},
+		"an exec credential plugin that never answers": {
+			args: []string{"install", "crds", "--side", "hub", "--kubeconfig", hanging, "--request-timeout", "1s"},
+			want: `the kubeconfig's exec credential plugin "/bin/sh -c exec sleep 4" did not answer within 1s`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := run(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -32,7 +32,9 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) { f.config.AddFlags(fs) }
 func (f *Flags) SetKubeconfig(path string) { *f.config.KubeConfig = path }
 
 // RESTConfig resolves the flags, $KUBECONFIG and ~/.kube/config, in kubectl's order, into a
-// client configuration for the fleetfit CLI.
+// client configuration for the fleetfit CLI. A kubeconfig user with an exec credential plugin
+// has it run first, bounded by --request-timeout (DefaultExecPluginTimeout without it): a
+// plugin that never answers is an error that names it, not a command that hangs.
 func (f *Flags) RESTConfig() (*rest.Config, error) {
 	if err := f.configured(); err != nil {
 		return nil, err
@@ -42,6 +44,13 @@ func (f *Flags) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("no usable cluster credentials (pass --kubeconfig or --context, or set KUBECONFIG): %w", err)
 	}
 	cfg = rest.CopyConfig(cfg)
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultExecPluginTimeout
+	}
+	if err := execAnswers(cfg, timeout); err != nil {
+		return nil, err
+	}
 	cfg.UserAgent = "fleetfit/" + version.Get().GitVersion
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
