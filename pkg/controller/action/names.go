@@ -20,11 +20,11 @@ import (
 // every one of them. A label value holds at most 63 characters and an object name 253, so
 // "<namespace>.<name>" and the name as a label value do not always fit. Refusing the longer
 // names at admission would refuse names Kubernetes gives its users, which clients such as
-// EMCO's API pass through from theirs, and leave those already stored Valid and undeliverable;
-// so delivery does not depend on the name fitting instead: a name or label value that would be
+// EMCO's API pass through from theirs, and leave those already stored Valid and undeliverable.
+// Delivery does not depend on the name fitting instead: a name or label value that would be
 // too long is cut and ends in a hash of the whole, as Kubernetes does for the names it
-// generates. Every intent the API
-// server admits can thus be delivered, and the names of those that already fit do not change.
+// generates. Every intent the API server admits can thus be delivered, and the names of those
+// that already fit do not change.
 //
 // The cut forms cannot be mistaken for a name that fits: a cut ManifestWork name has no dot,
 // which "<namespace>.<name>" always has, and a cut label value has an underscore, which no
