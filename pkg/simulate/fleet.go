@@ -142,6 +142,9 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		}
 		hasInventory[inv.Namespace] = true
 	}
+	if err := f.checkReportedMachines(); err != nil {
+		return err
+	}
 	nodeCluster := map[string]string{}
 	var names []string
 	for name := range f.Nodes {

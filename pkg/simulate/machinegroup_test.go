@@ -278,6 +278,19 @@ metadata: {name: c1, namespace: c1}`
 				machinePod("c1", "team-a", "web-0", "guest", "compute-xlarge", "c1-other")),
 			want: `Pod "team-a/web-0" (fleet.yaml, document 7), a guest of general-machine/compute-xlarge in cluster c1, is bound (spec.nodeName) to node "c1-other", which is not in the type's pool (c1-xl-0, c1-xl-1): its node affinity allows only the pool's nodes; bind it to one of them, or remove it`,
 		},
+		"an inventory that reports more reserved than maximum": {
+			docs: []string{cluster("c1"), inv + `
+status:
+  observedAt: "2026-03-01T11:00:00Z"
+  machineGroups:
+  - name: general-machine
+    ready: true
+    machineTypes:
+    - name: compute-xlarge
+      spec: {cpu: "40", memory: 128Gi}
+      usage: {maximum: 1, reserved: 3}`},
+			want: `ClusterInventory "c1/c1" (fleet.yaml, document 2): status.machineGroups[0].machineTypes[0].usage (general-machine/compute-xlarge): reserved 3 is more than maximum 1: the machine controller keeps at most maximum reservation pods, so no agent reports more; fix the usage`,
+		},
 		"of a cluster without nodes": {
 			docs: []string{cluster("c1"), machineGroup("c1", "general-machine", "")},
 			want: `MachineGroup "general-machine" (fleet.yaml, document 2) is marked fleetfit.io/cluster=c1, but the files have no Node of cluster c1: add its Nodes`,

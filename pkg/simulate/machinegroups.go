@@ -222,3 +222,21 @@ func listed(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// checkReportedMachines refuses a ClusterInventory of the files that reports more machines of
+// a type reserved than the type has (usage.reserved over usage.maximum): the machine
+// controller keeps at most maximum reservation pods, so no agent reports more, and each would
+// be counted as a free machine.
+func (f *Fleet) checkReportedMachines() error {
+	for _, inv := range f.Inventories {
+		for i, g := range inv.Status.MachineGroups {
+			for j, t := range g.MachineTypes {
+				if u := t.Usage; u.Reserved > u.Maximum {
+					return fmt.Errorf("ClusterInventory %q%s: status.machineGroups[%d].machineTypes[%d].usage (%s/%s): reserved %d is more than maximum %d: the machine controller keeps at most maximum reservation pods, so no agent reports more; fix the usage",
+						inv.Namespace+"/"+inv.Name, f.where("ClusterInventory", inv.Namespace, inv.Name), i, j, g.Name, t.Name, u.Reserved, u.Maximum)
+				}
+			}
+		}
+	}
+	return nil
+}
