@@ -306,3 +306,19 @@ current-context: hub
 		})
 	}
 }
+
+// TestMachineTypeTooLarge: a machine type that no pool node of it can hold is not ready, as
+// the machine controller would report it, and has no machine reserved.
+func TestMachineTypeTooLarge(t *testing.T) {
+	out, err := run(t, "get", "machinetypes", "-A", "-f", "testdata/machinetype-too-large.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"CLUSTER", "GROUP", "TYPE", "CPU", "MEMORY", "GPU", "MAXIMUM", "RESERVED", "USED", "WAITING", "READY"},
+		{"cluster1", "general-machine", "huge", "400", "128Gi", "-", "1", "0", "0", "0", "false"},
+	}
+	if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
+		t.Errorf("get machinetypes (-want,+got):\n%s\n%s", diff, out)
+	}
+}
