@@ -152,7 +152,7 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 		c.clients.Recorder.Eventf(in, nil, corev1.EventTypeNormal, "Delivering", "CreateManifestWork", "Created ManifestWork %s/%s", cluster, want.Name)
 		return nil
 	}
-	if equality.Semantic.DeepEqual(existing.Spec, want.Spec) && equality.Semantic.DeepEqual(existing.Labels, want.Labels) &&
+	if sameSpec(existing.Spec, want.Spec) && equality.Semantic.DeepEqual(existing.Labels, want.Labels) &&
 		existing.Annotations[AnnotationOptional] == want.Annotations[AnnotationOptional] &&
 		existing.Annotations[AnnotationIntentName] == want.Annotations[AnnotationIntentName] {
 		return nil

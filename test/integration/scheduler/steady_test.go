@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +13,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
@@ -104,6 +107,41 @@ func TestHoldStill(t *testing.T) {
 			}
 		}
 		f.holds(t, 3*time.Second, before, decisions, works)
+	})
+
+	t.Run("a work agent's status update rewrites no ManifestWork", func(t *testing.T) {
+		before := f.quiet(t)
+		requests, err := framework.APIRequests(t.Context(), fleet.Hub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As OCM's work agent reports what it applied: the hub's delivery looks at the intent
+		// again, and finds every ManifestWork as it wants it.
+		for key := range works {
+			ns, name, _ := strings.Cut(key, "/")
+			w, err := f.works.WorkV1().ManifestWorks(ns).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete"})
+			if _, err := f.works.WorkV1().ManifestWorks(ns).UpdateStatus(t.Context(), w, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		framework.Consistently(t, 3*time.Second, func(ctx context.Context) error {
+			now, err := framework.APIRequests(ctx, fleet.Hub)
+			if err != nil {
+				return err
+			}
+			if n := now["PUT manifestworks"] - requests["PUT manifestworks"]; n > 0 {
+				return fmt.Errorf("%v ManifestWorks rewritten", n)
+			}
+			if got := f.cycles(ctx); got != before {
+				return fmt.Errorf("%v cycles ran, want none", got-before)
+			}
+			return nil
+		})
+		_, works = f.state(t.Context())
 	})
 
 	t.Run("room freed on one cluster schedules the placement waiting for it, and no other", func(t *testing.T) {
