@@ -49,7 +49,11 @@ func Evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.
 // evaluate is Evaluate, and returns the steps the search took too.
 func evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.Time, lim Limits) (*Response, int64, error) {
 	lim = lim.withDefaults()
-	if err := unreportedTraits(snap, q); err != nil {
+	b := &budget{ctx: ctx, max: lim.WorkBudget}
+	if err := unreportedTraits(snap, q, b); err != nil {
+		if b.over.Load() {
+			return nil, b.spent.Load(), stopped(ctx, q, lim)
+		}
 		return nil, 0, err
 	}
 	limit, capped := q.Limit, false
@@ -57,7 +61,6 @@ func evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.
 		// One candidate more than the cap tells whether the answer is cut.
 		limit, capped = lim.MaxCandidates+1, true
 	}
-	b := &budget{ctx: ctx, max: lim.WorkBudget}
 	e := newEvaluator(q, b)
 	resp := &Response{AllocationRequests: []AllocationRequest{}, ProviderSummaries: map[string]*ProviderSummary{}}
 	sets := e.setFilters(snap)
@@ -87,11 +90,8 @@ func evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.
 			s.limit = need
 			answers[k] = s.cluster(c, now)
 		})
-		if ctx.Err() != nil {
-			return nil, b.spent.Load(), fmt.Errorf("the search was stopped: %w", context.Cause(ctx))
-		}
-		if b.over.Load() {
-			return nil, b.spent.Load(), &BudgetError{Budget: lim.WorkBudget, NumberedGroups: len(e.numbered), Limit: q.Limit}
+		if ctx.Err() != nil || b.over.Load() {
+			return nil, b.spent.Load(), stopped(ctx, q, lim)
 		}
 		for _, a := range answers[:to-from] {
 			if a != nil {
@@ -103,6 +103,21 @@ func evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.
 		resp.cut(lim.MaxCandidates)
 	}
 	return resp, b.spent.Load(), nil
+}
+
+// stopped says why a search stopped before its end: its context ended, or it spent its
+// budget.
+func stopped(ctx context.Context, q *Query, lim Limits) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("the search was stopped: %w", context.Cause(ctx))
+	}
+	numbered := 0
+	for i := range q.Groups {
+		if q.Groups[i].Numbered() {
+			numbered++
+		}
+	}
+	return &BudgetError{Budget: lim.WorkBudget, NumberedGroups: numbered, Limit: q.Limit}
 }
 
 // cut keeps the first n candidates, and the summaries of the providers they use, and says

@@ -3,6 +3,7 @@ package candidates
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 )
 
@@ -67,14 +68,19 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	advice := "narrow it with required or member_of"
-	if e.NumberedGroups > 1 {
-		advice = fmt.Sprintf("ask for fewer numbered groups (it has %d), or %s", e.NumberedGroups, advice)
-	}
+	var advice []string
 	if e.Limit == 0 {
-		advice = "give a small limit, " + advice
+		advice = append(advice, "give a small limit")
 	}
-	return fmt.Sprintf("query: too costly to answer: the search over the fleet needs more than %d steps; %s", e.Budget, advice)
+	if e.NumberedGroups > 1 {
+		advice = append(advice, fmt.Sprintf("ask for fewer numbered groups (it has %d)", e.NumberedGroups))
+	}
+	advice = append(advice, "narrow it with required or member_of")
+	text := advice[len(advice)-1]
+	if len(advice) > 1 {
+		text = strings.Join(advice[:len(advice)-1], ", ") + ", or " + text
+	}
+	return fmt.Sprintf("query: too costly to answer: the search over the fleet needs more than %d steps; %s", e.Budget, text)
 }
 
 // Step weights, so that a step is about 5ns of one core: checking a run of nodes for a group

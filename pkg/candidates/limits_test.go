@@ -99,6 +99,19 @@ func TestEvaluateLimits(t *testing.T) {
 			want: result{Err: "required1: no cluster reports the node label example.com/magic (of example.com/magic), so no node can be said to have it or lack it: " +
 				"agents report the labels under their --feature-prefixes; add example.com/magic (or a prefix of it) to them"},
 		},
+		"thousands of traits over the budget": {
+			clusters: map[string]clusterSpec{"a": eightNodes(), "b": eightNodes(), "c": eightNodes()},
+			query:    "resources=cpu:1&required=" + manyTraits(1000),
+			limits:   Limits{WorkBudget: 1500},
+			want: result{Err: "query: too costly to answer: the search over the fleet needs more than 1500 steps; " +
+				"give a small limit, or narrow it with required or member_of"},
+		},
+		"thousands of traits within the budget": {
+			clusters: map[string]clusterSpec{"a": eightNodes(), "b": eightNodes(), "c": eightNodes()},
+			query:    "resources=cpu:1&required=" + manyTraits(1000),
+			want: result{Err: "required: no cluster reports the node label example.com/t0 (of example.com/t0), so no node can be said to have it or lack it: " +
+				"agents report the labels under their --feature-prefixes; add example.com/t0 (or a prefix of it) to them"},
+		},
 		"a label one cluster reports": {
 			clusters: map[string]clusterSpec{"a": eightNodes(), "b": {nodes: eightNodes().nodes, reports: []string{"example.com/magic"}}},
 			query:    "resources=cpu:1&required=!example.com/magic",
@@ -128,6 +141,15 @@ func TestEvaluateLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyTraits returns n traits on labels no agent reports.
+func manyTraits(n int) string {
+	traits := make([]string, n)
+	for i := range traits {
+		traits[i] = fmt.Sprintf("example.com/t%d", i)
+	}
+	return strings.Join(traits, ",")
 }
 
 // TestEvaluateErrorKinds: the errors of Evaluate are the kinds the endpoint tells apart.

@@ -1,6 +1,8 @@
 package candidates
 
 import (
+	"errors"
+
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -8,8 +10,11 @@ import (
 // order, then the traits of each) whose label no cluster's agent reports. Such a trait can
 // match no node anywhere, whatever the fleet's capacity, so "no candidates" would send the
 // user looking for room; OpenStack answers an unknown trait with 400 too. A fleet with no
-// inventory at all says nothing about labels, and is answered (with no candidates).
-func unreportedTraits(snap *framework.Snapshot, q *Query) error {
+// inventory at all says nothing about labels, and is answered (with no candidates). The
+// look-ups count against b: a query of thousands of traits over thousands of clusters is
+// refused like any other costly one (the error is then the budget's, which the caller reads
+// from b).
+func unreportedTraits(snap *framework.Snapshot, q *Query, b *budget) error {
 	var traits []*Trait
 	var params []string
 	for i := range q.Groups {
@@ -34,6 +39,9 @@ func unreportedTraits(snap *framework.Snapshot, q *Query) error {
 			continue
 		}
 		views++
+		if !b.add(int64(left)) {
+			return errors.New("over the budget")
+		}
 		for k, t := range traits {
 			if !reported[k] {
 				if _, unknown := v.Unreported(t.sel); !unknown {
