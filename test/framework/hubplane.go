@@ -3,8 +3,11 @@ package framework
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fleetfit/fleetfit/manifests"
 	"github.com/fleetfit/fleetfit/pkg/install"
@@ -67,4 +70,30 @@ func APIRequests(ctx context.Context, cp *ControlPlane) (map[string]float64, err
 		out[key] += n
 	}
 	return out, nil
+}
+
+// SaveHubProfile reads a profile (a pprof path such as /debug/pprof/heap) from a fleetfit-hub
+// started with --profiling and writes it to file. Right after its start the hub may not know
+// the API server's client CA yet, so a refused read is tried again for a while.
+func SaveHubProfile(ctx context.Context, hub *ControlPlane, c Endpoint, path, file string) error {
+	var raw []byte
+	var err error
+	for range 100 {
+		var body io.ReadCloser
+		if body, err = HubGet(ctx, hub, c, path); err != nil {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		raw, err = io.ReadAll(body)
+		body.Close()
+		break
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, raw, 0o644)
 }

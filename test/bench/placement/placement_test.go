@@ -26,7 +26,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,23 +258,8 @@ func saveProfile(ctx context.Context, b *testing.B, hub *framework.ControlPlane,
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	// Right after its start, the hub may not know the API server's client CA yet.
-	var raw []byte
-	var err error
-	for range 100 {
-		var body io.ReadCloser
-		if body, err = framework.HubGet(ctx, hub, proc, path); err != nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		raw, err = io.ReadAll(body)
-		body.Close()
-		break
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("fleetfit-%s-%s.pprof", sz, kind)), raw, 0o644)
-	}
-	if err != nil {
+	file := filepath.Join(dir, fmt.Sprintf("fleetfit-%s-%s.pprof", sz, kind))
+	if err := framework.SaveHubProfile(ctx, hub, proc, path, file); err != nil {
 		b.Logf("profile %s: %v", kind, err)
 	}
 }

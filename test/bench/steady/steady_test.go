@@ -41,6 +41,9 @@
 // Nothing runs on the clusters: the reports never show the delivered pods, so the hub's
 // reservations for them lapse as they would for pods that never start.
 //
+// With FLEETFIT_BENCH_PROFILE=<dir> (and --profiling in FLEETFIT_BENCH_HUB_ARGS), fleetfit-hub's
+// CPU profile of the phase's first FLEETFIT_BENCH_PROFILE_SECONDS (30) is written there.
+//
 // Sizes: 500 clusters × 200 placements; FLEETFIT_BENCH_LARGE=1 adds 2,000 × 1,000 and 10,000 ×
 // 5,000; FLEETFIT_BENCH_CLUSTERS × FLEETFIT_BENCH_PLACEMENTS sets one size instead (at most
 // 6,000 placements, so that no two waiting placements ask for the same room).
@@ -50,6 +53,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -253,6 +257,18 @@ func runOnce(b *testing.B, sz size, set settings) result {
 
 	phase, cancel := context.WithTimeout(ctx, set.duration)
 	defer cancel()
+	if dir := os.Getenv("FLEETFIT_BENCH_PROFILE"); dir != "" {
+		// The hub's CPU profile of the phase's first FLEETFIT_BENCH_PROFILE_SECONDS (30).
+		go func() {
+			seconds := envInt("FLEETFIT_BENCH_PROFILE_SECONDS", 30)
+			file := filepath.Join(dir, fmt.Sprintf("fleetfit-steady-%s-cpu.pprof", sz))
+			ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second+time.Minute)
+			defer cancel()
+			if err := framework.SaveHubProfile(ctx, hub, proc, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), file); err != nil {
+				b.Logf("profile: %v", err)
+			}
+		}()
+	}
 	steadyErr := make(chan error, 1)
 	go func() { steadyErr <- rep.steadyReports(phase, set.rate) }()
 	roomErr := make(chan error, 1)
