@@ -89,12 +89,14 @@ func (h *Handler) write(ctx context.Context, s scope, attempt func() error) erro
 		return fmt.Errorf("waiting for the other changes of hpa intent %q: %w", s.intent, err)
 	}
 	defer unlock()
-	deadline := time.Now().Add(h.conflictTimeout)
+	start := time.Now()
+	deadline := start.Add(h.conflictTimeout)
 	err = retry.OnError(h.backoff, func(err error) bool {
 		return apierrors.IsConflict(err) && ctx.Err() == nil && time.Now().Before(deadline)
 	}, attempt)
 	if apierrors.IsConflict(err) {
-		return errorf(http.StatusServiceUnavailable, "hpa intent %q kept changing for %s while this request was applied: nothing was written; send it again", s.intent, h.conflictTimeout)
+		return errorf(http.StatusServiceUnavailable, "hpa intent %q kept changing for %s while this request was applied: nothing was written; send it again",
+			s.intent, time.Since(start).Round(time.Millisecond))
 	}
 	return err
 }
