@@ -4,7 +4,10 @@
 // over HPAIntent objects on the hub. It keeps no state of its own: every
 // request reads, and every change writes, one HPAIntent through the hub API
 // server, with optimistic concurrency, so that concurrent requests are never
-// lost and a failed one changes nothing.
+// lost and a failed one changes nothing (writes.go: this hub's changes of one
+// intent are made one at a time, and a conflict with another writer is
+// retried until the change lands). Every name of a path or a body follows
+// one rule per kind of name, checked before anything is read (names.go).
 //
 // The mapping:
 //
