@@ -166,7 +166,6 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		for i, in := range mine {
 			*in = *plan.Intents[i]
 		}
-		sayNoneAskedFor(p, mine)
 		if plan.Kept {
 			keepDecisions(r.Explanation, r.Decisions, plan)
 		} else {
@@ -221,22 +220,6 @@ func decidesAny(decisions []*clusterv1beta1.PlacementDecision) bool {
 		}
 	}
 	return false
-}
-
-// sayNoneAskedFor makes the Scheduled condition of the intents of a placement that asks for no
-// cluster (spec.numberOfClusters: 0) say so: no cluster was rejected, none was wanted.
-func sayNoneAskedFor(p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent) {
-	if n := p.Spec.NumberOfClusters; n == nil || *n != 0 {
-		return
-	}
-	for _, in := range intents {
-		c := meta.FindStatusCondition(in.Status.Conditions, fleetfitv1alpha1.ConditionScheduled)
-		if c == nil || c.Status != metav1.ConditionFalse {
-			continue
-		}
-		c.Reason = "NoClusterRequested"
-		c.Message = fmt.Sprintf("Placement %s asks for no cluster (spec.numberOfClusters: 0), so none is decided: set numberOfClusters, or leave it out for every cluster it selects", p.Name)
-	}
 }
 
 // keepDecisions makes the explanation of a cycle that failed after the scheduler chose (its

@@ -237,6 +237,10 @@ func candidates(snap *framework.Snapshot, cs *hpa.Consumer, eligible, allow *fra
 	return out
 }
 
+// ReasonNoClusterRequested is the reason of an intent's Scheduled condition when its Placement
+// asks for no cluster (numberOfClusters: 0).
+const ReasonNoClusterRequested = "NoClusterRequested"
+
 // ReasonPlacementMisconfigured is the reason of an intent's Scheduled condition while its
 // Placement is misconfigured: the placement keeps its decisions and is not scheduled.
 const ReasonPlacementMisconfigured = "PlacementMisconfigured"
@@ -271,6 +275,12 @@ func scheduledCondition(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placem
 		}
 		cond.Status, cond.Reason = metav1.ConditionTrue, "Scheduled"
 		cond.Message = fmt.Sprintf("Placement %s decides %d cluster(s): %s%s", p.Name, len(decisions), strings.Join(names, ", "), more)
+		return cond
+	}
+	if n := p.Spec.NumberOfClusters; n != nil && *n == 0 {
+		// No cluster was rejected: none was wanted.
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoClusterRequested
+		cond.Message = fmt.Sprintf("Placement %s asks for no cluster (spec.numberOfClusters: 0), so none is decided: set numberOfClusters, or leave it out for every cluster it selects", p.Name)
 		return cond
 	}
 	cond.Status, cond.Reason = metav1.ConditionFalse, "NoFeasibleCluster"
