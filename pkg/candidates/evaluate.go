@@ -80,7 +80,14 @@ func evaluate(ctx context.Context, snap *framework.Snapshot, q *Query, now time.
 		workqueue.ParallelizeUntil(ctx, lim.Parallelism, to-from, func(k int) {
 			i := from + k
 			c := snap.Cluster(i)
-			if b.over.Load() || !usable(c, now) || !sets(i) || e.unreported(c.View) {
+			if b.over.Load() || !usable(c, now) || !sets(i) {
+				return
+			}
+			// Looking up the required traits' labels is work too.
+			if len(e.required) > 0 && !b.add(int64(len(e.required))) {
+				return
+			}
+			if e.unreported(c.View) {
 				return
 			}
 			s := searches.Get().(*search)
@@ -192,6 +199,8 @@ type evaluator struct {
 	numbered   []*compiledGroup
 	unnumbered *compiledGroup
 	budget     *budget
+	// required are the required traits of every group, whose labels a cluster must report.
+	required []*Trait
 }
 
 type compiledGroup struct {
@@ -212,6 +221,9 @@ func newEvaluator(q *Query, b *budget) *evaluator {
 		}
 		// NewSelector only fails on bad features; there are none here.
 		tol, _ := inventory.NewSelector(nil, inventory.ExtendedResourceTolerations(names))
+		for j := range g.Required {
+			e.required = append(e.required, &g.Required[j])
+		}
 		cg := &compiledGroup{Group: g, tolerate: tol, cost: int64(1 + len(g.Resources) + len(g.Required))}
 		for _, anyOf := range g.AnyOf {
 			cg.cost += int64(len(anyOf))
@@ -260,11 +272,9 @@ func (e *evaluator) setFilters(snap *framework.Snapshot) func(int) bool {
 // no candidate (as HardwareFit decides nothing on such a label). An in: list needs no such
 // check: an unreported label is absent from every node, so it can only fail to match.
 func (e *evaluator) unreported(v *inventory.View) bool {
-	for i := range e.q.Groups {
-		for _, t := range e.q.Groups[i].Required {
-			if _, unknown := v.Unreported(t.sel); unknown {
-				return true
-			}
+	for _, t := range e.required {
+		if _, unknown := v.Unreported(t.sel); unknown {
+			return true
 		}
 	}
 	return false
