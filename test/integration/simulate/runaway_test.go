@@ -99,7 +99,10 @@ func TestCandidatesUnderRunawayQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hub, _ := framework.RunHubServing(t, cp.AdminConfig(), "--inventory-stale-after=1h")
+	// A tenth of the default work budget, and a long timeout: the budget, not the clock, must
+	// stop the search however slow this machine is (tests run with -race, beside others).
+	hub, _ := framework.RunHubServing(t, cp.AdminConfig(), "--inventory-stale-after=1h",
+		"--candidates-work-budget=10000000", "--candidates-timeout=2m")
 	base := "https://" + hub.Addr()
 	client := adminClient(t, cp.AdminConfig().CertData, cp.AdminConfig().KeyData)
 	// The hub has read every cluster once a cheap query sees them all.
