@@ -107,6 +107,19 @@ func toggleJitter(c *clusterModel) { c.jittered = !c.jittered }
 // behind; the caller reports the rate achieved. It returns once the writes under way when ctx
 // ended are done, with the first that failed.
 func (r *reporter) steadyReports(ctx context.Context, rate float64) error {
+	return r.reports(ctx, rate, true)
+}
+
+// heartbeats writes reports that change nothing but observedAt at rate per second, as agents
+// with nothing to report do (every 2.5 minutes each), until ctx ends: while the hub settles, so
+// that no report grows older than the hub's --inventory-stale-after when creating a large fleet
+// takes longer than that.
+func (r *reporter) heartbeats(ctx context.Context, rate float64) error {
+	return r.reports(ctx, rate, false)
+}
+
+// reports writes reports at rate, with the jitter pod moving every other report if jitter.
+func (r *reporter) reports(ctx context.Context, rate float64, jitter bool) error {
 	interval := time.Duration(float64(time.Second) / rate)
 	// ctx ends the pace, not the writes under way: they finish as an agent's would.
 	writes := context.WithoutCancel(ctx)
@@ -119,7 +132,7 @@ func (r *reporter) steadyReports(ctx context.Context, rate float64) error {
 			for c := range jobs {
 				change := toggleJitter
 				c.mu.Lock()
-				if c.reports%2 == 0 {
+				if c.reports%2 == 0 || !jitter {
 					change = nil
 				}
 				c.mu.Unlock()

@@ -17,6 +17,7 @@
 //
 // Phases:
 //  1. fleetfit-hub runs as a process with its default flags plus FLEETFIT_BENCH_HUB_ARGS (split
+//     Meanwhile every cluster heartbeats once every 2.5 minutes, as a quiet agent does.
 //     on spaces). The run waits until the hub has judged every placement (once its own
 //     validation found the intent Valid), satisfied every satisfiable one, created every
 //     ManifestWork, and changed no decision and no ManifestWork for five seconds.
@@ -239,6 +240,11 @@ func runOnce(b *testing.B, sz size, set settings) result {
 		b.Fatal(err)
 	}
 	defer watch.stop()
+	// Agents heartbeat while the hub settles: creating a large fleet takes longer than reports
+	// stay fresh.
+	beating, stopBeating := context.WithCancel(ctx)
+	heartbeatsDone := make(chan error, 1)
+	go func() { heartbeatsDone <- rep.heartbeats(beating, float64(sz.clusters)/150) }()
 	hubStart := time.Now()
 	proc, err := framework.StartHubProcess(ctx, hub, hubArgs()...)
 	if err != nil {
@@ -248,6 +254,10 @@ func runOnce(b *testing.B, sz size, set settings) result {
 	settle(ctx, b, watch, proc, sz, len(refs)-len(waiting))
 	b.Logf("%s: settled %.1fs after fleetfit-hub started", sz, time.Since(hubStart).Seconds())
 
+	stopBeating()
+	if err := <-heartbeatsDone; err != nil {
+		b.Fatal(err)
+	}
 	hubBefore, planeBefore := usage(b, proc, hub)
 	cyclesBefore := hubMetric(ctx, b, hub, proc, "fleetfit_scheduler_cycles_total")
 	requestsBefore := requestCounts(ctx, b, hub)
