@@ -17,10 +17,10 @@
 //
 // Phases:
 //  1. fleetfit-hub runs as a process with its default flags plus FLEETFIT_BENCH_HUB_ARGS (split
-//     Meanwhile every cluster heartbeats once every 2.5 minutes, as a quiet agent does.
 //     on spaces). The run waits until the hub has judged every placement (once its own
 //     validation found the intent Valid), satisfied every satisfiable one, created every
-//     ManifestWork, and changed no decision and no ManifestWork for five seconds.
+//     ManifestWork, and changed no decision and no ManifestWork for five seconds. Meanwhile every
+//     cluster heartbeats once every 2.5 minutes, as a quiet agent does.
 //  2. For FLEETFIT_BENCH_DURATION (default 60s), reports go to the ClusterInventories at
 //     FLEETFIT_BENCH_RATE per second (default N/60: every cluster once a minute), round-robin:
 //     each a full status update with a new observedAt, every other one also with a pod of
