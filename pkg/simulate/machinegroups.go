@@ -95,9 +95,9 @@ func (f *Fleet) checkMachinePods(cluster string, groups []*fleetfitv1alpha1.Mach
 					reserving = append(reserving, p.Namespace+"/"+p.Name)
 				}
 			}
-			if int32(len(reserving)) > t.Available {
+			if len(reserving) > int(t.Available) {
 				return fmt.Errorf("MachineGroup %q%s of cluster %s: machine type %s has available %d, but %d of its reservation pods are bound to nodes (%s): the machine controller keeps at most available of them; remove %d",
-					g.Name, f.where("MachineGroup", cluster, g.Name), cluster, t.Name, t.Available, len(reserving), listed(reserving), int32(len(reserving))-t.Available)
+					g.Name, f.where("MachineGroup", cluster, g.Name), cluster, t.Name, t.Available, len(reserving), listed(reserving), len(reserving)-int(t.Available))
 			}
 		}
 	}
