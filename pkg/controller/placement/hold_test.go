@@ -2,6 +2,7 @@ package placement
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -46,6 +47,30 @@ func TestChangedSinceScheduled(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := changedSinceScheduled(tc.placement, tc.intents); got != tc.want {
 				t.Errorf("changedSinceScheduled() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExpiryCheck(t *testing.T) {
+	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		now  time.Time
+		d    time.Duration
+		want time.Duration
+	}{
+		"a lapse early in a round is looked at when it ends": {now: base, d: time.Second, want: expiryRound},
+		"a lapse late in a round too":                         {now: base, d: expiryRound - time.Millisecond, want: expiryRound},
+		"one just past a round's end, in the next":            {now: base.Add(10 * time.Second), d: 25 * time.Second, want: 50 * time.Second},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := expiryCheck(tc.now, tc.d)
+			if got != tc.want {
+				t.Errorf("expiryCheck() = %v, want %v", got, tc.want)
+			}
+			if got < tc.d {
+				t.Errorf("expiryCheck() = %v, before the lapse %v later", got, tc.d)
 			}
 		})
 	}

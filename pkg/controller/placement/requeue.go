@@ -239,6 +239,19 @@ func (c *Controller) released(plan *Plan, before []string, intents int) {
 	}
 }
 
+// expiryRound is how often at most a placement that waits for room looks again because
+// reservations lapsed: reservations made together lapse a few at a time, and a waiting placement
+// that looked again at each would run a cycle over the fleet for every one of them.
+const expiryRound = 30 * time.Second
+
+// expiryCheck returns how long after now a waiting placement looks again for the first
+// reservation that lapses d after now: at the end of the expiryRound in which it lapses, a time
+// that every placement waiting for the same reservations shares.
+func expiryCheck(now time.Time, d time.Duration) time.Duration {
+	at := now.Add(d).Truncate(expiryRound).Add(expiryRound)
+	return at.Sub(now)
+}
+
 // nextReservationExpiry returns how long until the first active reservation of another
 // placement lapses, anywhere in the snapshot, or 0 when none is held. A placement that waits
 // for room looks again then: a lapsed reservation gives room back without any report.

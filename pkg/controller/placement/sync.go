@@ -98,7 +98,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if len(intents) > 0 && plan.Result.Unscheduled > 0 {
 		// It waits for room: a reservation that lapses gives some back with no report.
 		if d := nextReservationExpiry(plan.Result.Snapshot(), key, now); d > 0 {
-			c.queue.AddAfter(key, d+time.Second)
+			c.queue.AddAfter(key, expiryCheck(now, d))
 		}
 	}
 	if why == moveRebalance {
