@@ -60,8 +60,8 @@ func TestExpiryCheck(t *testing.T) {
 		want time.Duration
 	}{
 		"a lapse early in a round is looked at when it ends": {now: base, d: time.Second, want: expiryRound},
-		"a lapse late in a round too":                         {now: base, d: expiryRound - time.Millisecond, want: expiryRound},
-		"one just past a round's end, in the next":            {now: base.Add(10 * time.Second), d: 25 * time.Second, want: 50 * time.Second},
+		"a lapse late in a round too":                        {now: base, d: expiryRound - time.Millisecond, want: expiryRound},
+		"one just past a round's end, in the next":           {now: base.Add(10 * time.Second), d: 25 * time.Second, want: 50 * time.Second},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
