@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
 func machineType(name, cpu, memory string, gpu *v1alpha1.MachineGPU) *v1alpha1.MachineType {
@@ -117,9 +118,10 @@ func TestNodeRequirementsAndTolerations(t *testing.T) {
 }
 
 func TestFindType(t *testing.T) {
-	g := &v1alpha1.MachineGroup{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: v1alpha1.MachineGroupSpec{
-		MachineTypes: []v1alpha1.MachineType{*machineType("a", "1", "1Gi", nil), *machineType("b", "2", "2Gi", nil)},
-	}}
+	g := utiltesting.MakeMachineGroup("g").MachineType(
+		utiltesting.MakeGroupMachineType("a", "1", "1Gi").Obj(),
+		utiltesting.MakeGroupMachineType("b", "2", "2Gi").Obj(),
+	).Obj()
 	if got, err := FindType(g, "b"); err != nil || got.Name != "b" {
 		t.Errorf("FindType(b) = %v, %v", got, err)
 	}
@@ -265,12 +267,9 @@ func TestShortfalls(t *testing.T) {
 }
 
 func TestPoolNodes(t *testing.T) {
-	entry := func(node, typ string) v1alpha1.NodePoolEntry {
-		return v1alpha1.NodePoolEntry{Name: node, MachineType: []v1alpha1.MachineTypeRef{{Name: typ}}}
-	}
-	g := &v1alpha1.MachineGroup{Spec: v1alpha1.MachineGroupSpec{NodePools: []v1alpha1.NodePoolEntry{
-		entry("n2", "a"), entry("n1", "b"), entry("n0", "a"),
-	}}}
+	g := utiltesting.MakeMachineGroup("").
+		Node("n2", "a", "", false).Node("n1", "b", "", false).Node("n0", "a", "", false).
+		Obj()
 	if diff := cmp.Diff([]string{"n2", "n0"}, PoolNodes(g, "a")); diff != "" {
 		t.Errorf("PoolNodes (-want,+got):\n%s", diff)
 	}
@@ -280,15 +279,17 @@ func TestPoolNodes(t *testing.T) {
 }
 
 func reportGroupOf(name string, ready bool, usage ...v1alpha1.AvailableMachine) *v1alpha1.MachineGroup {
-	g := &v1alpha1.MachineGroup{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	g.Spec.MachineTypes = []v1alpha1.MachineType{*machineType("b", "2", "2Gi", nil), *machineType("a", "1", "1Gi", nil)}
 	status := metav1.ConditionFalse
 	if ready {
 		status = metav1.ConditionTrue
 	}
-	g.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: status}}
-	g.Status.AvailableMachines = usage
-	return g
+	w := utiltesting.MakeMachineGroup(name).
+		MachineType(utiltesting.MakeGroupMachineType("b", "2", "2Gi").Obj(), utiltesting.MakeGroupMachineType("a", "1", "1Gi").Obj()).
+		Condition(ConditionReady, status, "", "")
+	for _, u := range usage {
+		w.Usage(u.Name, u.Usage)
+	}
+	return w.Obj()
 }
 
 func TestReport(t *testing.T) {

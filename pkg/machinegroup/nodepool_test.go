@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
@@ -193,11 +192,11 @@ func TestMergeTaints(t *testing.T) {
 func TestNodeOwner(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	group := func(name string, created time.Time, deleting bool) *v1alpha1.MachineGroup {
-		g := &v1alpha1.MachineGroup{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)}}
+		w := utiltesting.MakeMachineGroup(name).Created(created)
 		if deleting {
-			g.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Hour)}
+			w.Deleting(created.Add(time.Hour))
 		}
-		return g
+		return w.Obj()
 	}
 	cases := map[string]struct {
 		groups []*v1alpha1.MachineGroup

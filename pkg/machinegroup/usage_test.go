@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
 // labelled is a running pod (or one in state, as podIn knows them) in namespace with labels.
@@ -18,10 +19,10 @@ func labelled(namespace, state string, labels map[string]string) *corev1.Pod {
 
 // TestAvailableMachines counts a group's usage from a list of pods, as PodsOf sorts them.
 func TestAvailableMachines(t *testing.T) {
-	g := &v1alpha1.MachineGroup{Spec: v1alpha1.MachineGroupSpec{MachineTypes: []v1alpha1.MachineType{
-		{Name: "compute-xlarge", Available: 2}, {Name: "compute-medium", Available: 3},
-	}}}
-	g.Name = "general-machine"
+	g := utiltesting.MakeMachineGroup("general-machine").MachineType(
+		utiltesting.MakeGroupMachineType("compute-xlarge", "40", "128Gi").Available(2).Obj(),
+		utiltesting.MakeGroupMachineType("compute-medium", "6", "48Gi").Available(3).Obj(),
+	).Obj()
 	cases := map[string]struct {
 		pods                 []*corev1.Pod
 		reservationNamespace string

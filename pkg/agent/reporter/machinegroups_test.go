@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -19,6 +18,7 @@ import (
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
 func machineGroup(name string, ready bool, reserved int32) *v1alpha1.MachineGroup {
@@ -26,16 +26,11 @@ func machineGroup(name string, ready bool, reserved int32) *v1alpha1.MachineGrou
 	if ready {
 		status = metav1.ConditionTrue
 	}
-	return &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.MachineGroupSpec{MachineTypes: []v1alpha1.MachineType{{
-			Name: "small", Spec: v1alpha1.MachineTypeSpec{CPU: resource.MustParse("2"), Memory: resource.MustParse("4Gi")}, Available: 3,
-		}}},
-		Status: v1alpha1.MachineGroupStatus{
-			Conditions:        []metav1.Condition{{Type: machinegroup.ConditionReady, Status: status, Reason: "Test"}},
-			AvailableMachines: []v1alpha1.AvailableMachine{{Name: "small", Usage: v1alpha1.MachineUsage{Maximum: 3, Reserved: reserved, Used: 3 - reserved}}},
-		},
-	}
+	return utiltesting.MakeMachineGroup(name).
+		MachineType(utiltesting.MakeGroupMachineType("small", "2", "4Gi").Available(3).Obj()).
+		Condition(machinegroup.ConditionReady, status, "Test", "").
+		Usage("small", v1alpha1.MachineUsage{Maximum: 3, Reserved: reserved, Used: 3 - reserved}).
+		Obj()
 }
 
 // runMachineGroupReporter runs a reporter with machine groups on, over a

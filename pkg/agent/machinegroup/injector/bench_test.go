@@ -11,9 +11,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
 // BenchmarkAdmitGuest measures the admission of one guest pod through the
@@ -24,18 +24,12 @@ import (
 func BenchmarkAdmitGuest(b *testing.B) {
 	var groups []*v1alpha1.MachineGroup
 	for g := range 2 {
-		group := &v1alpha1.MachineGroup{}
-		group.Name = fmt.Sprintf("group-%d", g)
+		group := utiltesting.MakeMachineGroup(fmt.Sprintf("group-%d", g))
 		for i := range 25 {
-			group.Spec.MachineTypes = append(group.Spec.MachineTypes, v1alpha1.MachineType{
-				Name: fmt.Sprintf("type-%02d", i), Available: 4,
-				Spec: v1alpha1.MachineTypeSpec{
-					CPU: *resource.NewQuantity(int64(i+1), resource.DecimalSI), Memory: resource.MustParse(fmt.Sprintf("%dGi", 4*(i+1))),
-					GPU: &v1alpha1.MachineGPU{Num: 1, Product: "NVIDIA-A100"},
-				},
-			})
+			group.MachineType(utiltesting.MakeGroupMachineType(fmt.Sprintf("type-%02d", i), fmt.Sprint(i+1), fmt.Sprintf("%dGi", 4*(i+1))).
+				Available(4).GPU(v1alpha1.MachineGPU{Num: 1, Product: "NVIDIA-A100"}).Obj())
 		}
-		groups = append(groups, group)
+		groups = append(groups, group.Obj())
 	}
 	h := NewHandler(injectorLister(b, groups...), logr.Discard())
 	pod := makePod("guest", "train", "sidecar").Guest("group-1", "type-24", "train").

@@ -22,6 +22,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	listers "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
 const (
@@ -32,21 +33,14 @@ const (
 
 // injectorGroup is Imperator's example group, cut to two machine types.
 func injectorGroup(name string) *v1alpha1.MachineGroup {
-	return &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.MachineGroupSpec{
-			MachineTypes: []v1alpha1.MachineType{
-				{Name: medium, Available: 4, Spec: v1alpha1.MachineTypeSpec{
-					CPU: resource.MustParse("6000m"), Memory: resource.MustParse("48Gi"),
-					GPU: &v1alpha1.MachineGPU{Num: 1, Machine: "DGX-1"},
-				}},
-				{Name: xlarge, Available: 1, Spec: v1alpha1.MachineTypeSpec{
-					CPU: resource.MustParse("40000m"), Memory: resource.MustParse("128Gi"),
-					GPU: &v1alpha1.MachineGPU{Type: "nvidia.com/gpu", Num: 2, Product: "NVIDIA-GeForce-RTX-3090"},
-				}},
-			},
-		},
-	}
+	return utiltesting.MakeMachineGroup(name).
+		MachineType(
+			utiltesting.MakeGroupMachineType(medium, "6000m", "48Gi").Available(4).
+				GPU(v1alpha1.MachineGPU{Num: 1, Machine: "DGX-1"}).Obj(),
+			utiltesting.MakeGroupMachineType(xlarge, "40000m", "128Gi").Available(1).
+				GPU(v1alpha1.MachineGPU{Type: "nvidia.com/gpu", Num: 2, Product: "NVIDIA-GeForce-RTX-3090"}).Obj(),
+		).
+		Obj()
 }
 
 func injectorLister(t testing.TB, groups ...*v1alpha1.MachineGroup) listers.MachineGroupLister {

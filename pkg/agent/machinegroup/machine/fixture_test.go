@@ -20,6 +20,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
 const (
@@ -171,16 +172,11 @@ func makeType(name, cpu, memory string, gpus int32, available int32) v1alpha1.Ma
 }
 
 func makeGroup(machineTypes ...v1alpha1.MachineType) *v1alpha1.MachineGroup {
-	g := &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: testGroup, UID: types.UID("group-uid"), Generation: 1},
-		Spec:       v1alpha1.MachineGroupSpec{MachineTypes: machineTypes},
-	}
+	w := utiltesting.MakeMachineGroup(testGroup).UID(types.UID("group-uid")).Generation(1).MachineType(machineTypes...)
 	for _, t := range machineTypes {
-		g.Spec.NodePools = append(g.Spec.NodePools, v1alpha1.NodePoolEntry{
-			Name: "node-" + t.Name, Mode: v1alpha1.NodePoolModeReady, MachineType: []v1alpha1.MachineTypeRef{{Name: t.Name}},
-		})
+		w.Node("node-"+t.Name, t.Name, v1alpha1.NodePoolModeReady, false)
 	}
-	return g
+	return w.Obj()
 }
 
 func makePool(ready bool, message string) *v1alpha1.MachineNodePool {
@@ -188,13 +184,8 @@ func makePool(ready bool, message string) *v1alpha1.MachineNodePool {
 	if ready {
 		status = metav1.ConditionTrue
 	}
-	return &v1alpha1.MachineNodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: machinegroup.NodePoolName(testGroup)},
-		Spec:       v1alpha1.MachineNodePoolSpec{MachineGroup: testGroup},
-		Status: v1alpha1.MachineNodePoolStatus{Conditions: []metav1.Condition{{
-			Type: machinegroup.ConditionReady, Status: status, Reason: "Test", Message: message,
-		}}},
-	}
+	return utiltesting.MakeMachineNodePool(machinegroup.NodePoolName(testGroup), testGroup).
+		Condition(machinegroup.ConditionReady, status, "Test", message).Obj()
 }
 
 func makeNode(name, cpu, memory, gpus string) *corev1.Node {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -23,19 +22,14 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func group(name string, created time.Time, entries ...v1alpha1.NodePoolEntry) *v1alpha1.MachineGroup {
-	g := &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(created)},
-		Spec:       v1alpha1.MachineGroupSpec{NodePools: entries},
-	}
+	w := utiltesting.MakeMachineGroup(name).UID(types.UID("uid-" + name)).Created(created).NodePool(entries...)
 	for _, e := range entries {
 		t := machinegroup.EntryMachineType(&e)
-		if !hasType(g, t) {
-			g.Spec.MachineTypes = append(g.Spec.MachineTypes, v1alpha1.MachineType{
-				Name: t, Spec: v1alpha1.MachineTypeSpec{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")},
-			})
+		if !hasType(&w.MachineGroup, t) {
+			w.MachineType(utiltesting.MakeGroupMachineType(t, "1", "1Gi").Obj())
 		}
 	}
-	return g
+	return w.Obj()
 }
 
 func hasType(g *v1alpha1.MachineGroup, name string) bool {
