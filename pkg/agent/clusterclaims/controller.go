@@ -27,7 +27,7 @@ import (
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/handler"
+	"github.com/fleetfit/fleetfit/pkg/util/handler"
 )
 
 // DefaultMinInterval is the least time between two updates of the claims.

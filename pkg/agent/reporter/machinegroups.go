@@ -10,11 +10,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/handler"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
+	"github.com/fleetfit/fleetfit/pkg/util/handler"
 )
 
 // machineGroups follows the spoke's MachineGroups for the report. It starts

@@ -28,13 +28,13 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/handler"
-	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
+	"github.com/fleetfit/fleetfit/pkg/util/handler"
+	"github.com/fleetfit/fleetfit/pkg/util/workers"
 )
 
 // recomputeKey asks the controller to compute the keys again from every intent. It is never

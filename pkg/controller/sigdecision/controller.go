@@ -18,8 +18,8 @@ import (
 	siginformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
 	siglisters "sigs.k8s.io/cluster-inventory-api/client/listers/apis/v1alpha1"
 
-	"github.com/fleetfit/fleetfit/pkg/controller/handler"
-	"github.com/fleetfit/fleetfit/pkg/controller/workers"
+	"github.com/fleetfit/fleetfit/pkg/util/handler"
+	"github.com/fleetfit/fleetfit/pkg/util/workers"
 )
 
 // Controller keeps one SIG PlacementDecision per OCM PlacementDecision, as Desired says.

@@ -48,12 +48,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/handler"
-	"github.com/fleetfit/fleetfit/pkg/controller/workers"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
+	"github.com/fleetfit/fleetfit/pkg/util/handler"
+	"github.com/fleetfit/fleetfit/pkg/util/workers"
 )
 
 // FieldManager is the field manager of everything the controller writes: the

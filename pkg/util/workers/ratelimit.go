@@ -13,9 +13,9 @@ import (
 // keeps retries cheap and recovery prompt.
 const MaxRetryDelay = time.Minute
 
-// RateLimiter is the retry limiter of fleetfit's hub controllers: per-key exponential backoff
-// from 5 ms up to MaxRetryDelay, and an overall bucket of 10 retries per second (burst 100), as
-// client-go's default but with the lower cap.
+// RateLimiter is the retry limiter of fleetfit's controllers, the hub's and the agent's: per-key
+// exponential backoff from 5 ms up to MaxRetryDelay, and an overall bucket of 10 retries per
+// second (burst 100), as client-go's default but with the lower cap.
 func RateLimiter() workqueue.TypedRateLimiter[string] {
 	return workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, MaxRetryDelay),

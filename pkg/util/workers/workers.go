@@ -1,7 +1,8 @@
 // Package workers runs a controller's work queue: wait for the informers, seed the queue,
 // then process keys with several workers until the context ends, retrying failed keys with
-// the queue's rate limiter. fleetfit's hub controllers share it so that each file holds only
-// what its controller does.
+// the queue's rate limiter. The hub's controllers and the agent's share it so that each file
+// holds only what its controller does; it sits under pkg/util so that the agent need not import
+// the hub's controllers to use it.
 package workers
 
 import (
