@@ -10,6 +10,8 @@ import (
 type Result struct {
 	snap    *framework.Snapshot
 	explain bool
+	// maxReasons bounds the rejections each filter records (Options.MaxReasons).
+	maxReasons int
 	// now is the cycle's time.
 	now time.Time
 

@@ -125,13 +125,17 @@ func (s *Scheduler) prioritizer(c coordinate) (framework.ScorePlugin, *framework
 type Options struct {
 	// Explain records per-cluster rejection reasons and per-prioritizer scores.
 	Explain bool
+	// MaxReasons, when positive, bounds how many of each filter's rejections are recorded,
+	// with their reasons, in cluster order. A cycle that shows only a few reasons (an intent's
+	// condition) sets it, so that a fleet of rejected clusters costs no words.
+	MaxReasons int
 }
 
 // Schedule runs one cycle. The result is always non-nil and records how far the cycle got; a
 // failure status (Misconfigured or Error) means the caller must keep the existing decisions.
 func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req *framework.Request, opts Options) *Result {
 	logger := klog.FromContext(ctx)
-	res := &Result{snap: snap, explain: opts.Explain, now: req.Now}
+	res := &Result{snap: snap, explain: opts.Explain, maxReasons: opts.MaxReasons, now: req.Now}
 	p := req.Placement
 
 	// 1. Clusters available to the placement: members of the cluster sets bound to its
@@ -313,7 +317,7 @@ func (s *Scheduler) runFilters(ctx context.Context, state *framework.CycleState,
 	run := func(i int) {
 		f := s.filters[i]
 		var rec framework.Rejections
-		if res.explain {
+		if _, lazy := f.(framework.ReasonPlugin); res.explain && !lazy {
 			m := rejectionMap{}
 			outcomes[i].rejections = m
 			rec = m
@@ -353,8 +357,15 @@ func (s *Scheduler) runFilters(ctx context.Context, state *framework.CycleState,
 		fr := FilterResult{Name: joinNames(names), Plugin: f.Name(), set: feasible.Clone()}
 		if res.explain {
 			before.AndNot(feasible)
+			rp, lazy := f.(framework.ReasonPlugin)
 			before.ForEach(func(c int) {
+				if res.maxReasons > 0 && len(fr.Rejected) >= res.maxReasons {
+					return
+				}
 				reason := o.rejections[c]
+				if lazy {
+					reason = rp.Reason(state, snap, req, c)
+				}
 				if reason == "" {
 					reason = "rejected"
 				}

@@ -372,3 +372,46 @@ func TestExplainNotesStaleInventories(t *testing.T) {
 		t.Errorf("notes (-want,+got):\n%s", diff)
 	}
 }
+
+// TestScheduleMaxReasons checks that a cycle that records only a few rejections records the
+// same first ones, with the same reasons, as a full explain, HardwareFit's (worded on demand)
+// as much as a predicate's.
+func TestScheduleMaxReasons(t *testing.T) {
+	fleet := testFleet()
+	s, err := scheduler.New(scheduler.NewHandle(testingclock.NewFakePassiveClock(now), fleet.ScoreLister()),
+		plugins.NewRegistry(), plugins.DefaultProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := fleet.Snapshot()
+	p := st.MakePlacement("p", "ns").PredicateLabels(map[string]string{"tier": "gold"}).Obj()
+	in := st.MakeHPAIntent("web", "ns").Placement("p").
+		Consumer(st.MakeConsumer("web").Target("Deployment", "web", "web").Replicas(1).Obj()).Obj()
+	rejected := func(opts scheduler.Options) map[string][]scheduler.Rejection {
+		res := s.Schedule(t.Context(), snap, &framework.Request{Placement: p, Intents: []*fleetfitv1alpha1.HPAIntent{in}, Now: now}, opts)
+		if res.Failed() {
+			t.Fatalf("the cycle failed: %v", res.Status)
+		}
+		out := map[string][]scheduler.Rejection{}
+		for _, f := range res.Filters {
+			out[f.Plugin] = f.Rejected
+		}
+		return out
+	}
+	full := rejected(scheduler.Options{Explain: true})
+	if n := len(full[framework.HardwareFitName]); n != 5 {
+		t.Fatalf("HardwareFit rejected %d clusters, want the 5 gold ones (no cluster reports an inventory): %v", n, full)
+	}
+	bounded := rejected(scheduler.Options{Explain: true, MaxReasons: 2})
+	for plugin, all := range full {
+		want := all[:min(2, len(all))]
+		if diff := cmp.Diff(want, bounded[plugin], cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: rejections with MaxReasons 2 (-first of a full explain,+got):\n%s", plugin, diff)
+		}
+	}
+	for _, r := range bounded[framework.HardwareFitName] {
+		if r.Reason != framework.NoInventory {
+			t.Errorf("%s: reason %q, want %q", r.Cluster, r.Reason, framework.NoInventory)
+		}
+	}
+}

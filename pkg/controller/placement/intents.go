@@ -184,15 +184,19 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 	budget := maxCandidateNames
 	keep := req.KeepsDecided()
 	allows := make(map[*hpa.Consumer]*framework.Bitset, len(compiled.Consumers))
+	// Where the placement's only pod is this one, fitting alone is fitting together.
+	alone := len(compiled.Pods) == 1 && onePod(req, snap)
 	for k := range compiled.Pods {
 		p := &compiled.Pods[k]
 		one := []*hpa.Pod{p}
 		allow := passed.Clone()
-		rejected.ForEach(func(i int) {
-			if ok, _ := snap.Cluster(i).FitsHardware(one, req.Key(), keep && req.Decided.Has(i), req.Now); ok {
-				allow.Set(i)
-			}
-		})
+		if !alone {
+			rejected.ForEach(func(i int) {
+				if snap.Cluster(i).HardwareFits(one, req.Key(), keep && req.Decided.Has(i), req.Now) {
+					allow.Set(i)
+				}
+			})
+		}
 		for _, cs := range p.Consumers {
 			allows[cs] = allow
 		}
@@ -306,4 +310,18 @@ func scheduledCondition(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placem
 	// A reason may quote user input (feature values, expressions): the message stays bounded.
 	cond.Message = textcap.Truncate(cond.Message, textcap.MaxMessage)
 	return cond
+}
+
+// onePod reports whether the placement's intents have one pod in all: then HardwareFit's
+// verdict for the placement is that pod's own.
+func onePod(req *framework.Request, snap *framework.Snapshot) bool {
+	n := 0
+	for _, in := range req.Intents {
+		c, err := snap.Intent(in)
+		if err != nil {
+			return false
+		}
+		n += len(c.Pods)
+	}
+	return n == 1
 }

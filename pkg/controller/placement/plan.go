@@ -56,7 +56,12 @@ func PlanCycle(ctx context.Context, in PlanInput) *Plan {
 	if in.Pinned != nil {
 		req.Pinned = in.Snapshot.BitsetOf(in.Pinned)
 	}
-	res := in.Scheduler.Schedule(ctx, in.Snapshot, req, scheduler.Options{Explain: in.Explain || len(in.Intents) > 0})
+	opts := scheduler.Options{Explain: in.Explain}
+	if !in.Explain && len(in.Intents) > 0 {
+		// The intents' Scheduled condition names a few rejected clusters with their reasons.
+		opts.Explain, opts.MaxReasons = true, maxListed
+	}
+	res := in.Scheduler.Schedule(ctx, in.Snapshot, req, opts)
 	plan := &Plan{Result: res}
 	st := res.Status
 	if _, err := ScoreRateLimit(p); err != nil && !st.IsFailure() {

@@ -44,9 +44,23 @@ func (r *Request) KeepsDecided() bool {
 // stillFits.
 func (c *ClusterInfo) FitsHardware(pods []*hpa.Pod, placementKey string, decided bool, now time.Time) (bool, string) {
 	if decided {
-		return c.stillFits(pods)
+		return c.stillFits(pods, true)
 	}
-	return c.fits(pods, placementKey, now)
+	return c.fits(pods, placementKey, now, true)
+}
+
+// HardwareFits is FitsHardware without the reason: the verdict is the same, and it costs far
+// less where a cluster does not fit, since finding out why looks at every node again and
+// words amounts. Filters over the fleet use it, and ask for reasons only of the clusters
+// explain shows.
+func (c *ClusterInfo) HardwareFits(pods []*hpa.Pod, placementKey string, decided bool, now time.Time) bool {
+	var ok bool
+	if decided {
+		ok, _ = c.stillFits(pods, false)
+	} else {
+		ok, _ = c.fits(pods, placementKey, now, false)
+	}
+	return ok
 }
 
 // allocations holds Allocations for fits to reuse: the scratch buffers of a fresh Allocation
@@ -54,15 +68,22 @@ func (c *ClusterInfo) FitsHardware(pods []*hpa.Pod, placementKey string, decided
 // refers to an Allocation, so Reset may reuse its memory.
 var allocations = sync.Pool{New: func() any { return new(inventory.Allocation) }}
 
-func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time) (bool, string) {
-	if ok, why := c.fresh(now); !ok {
-		return false, why
+// fits is the full check; the reason is worded only when why is true.
+func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time, why bool) (bool, string) {
+	if c.View == nil || !c.InventoryFresh(now) {
+		if !why {
+			return false, ""
+		}
+		return c.fresh(now)
 	}
 	for _, pod := range pods {
 		if pod.Replicas <= 0 {
 			continue
 		}
 		if key, unknown := c.View.Unreported(pod.Request.Selector()); unknown {
+			if !why {
+				return false, ""
+			}
 			return false, c.unreported(pod, key)
 		}
 	}
@@ -83,6 +104,9 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time) 
 		placed := alloc.Place(pod.Request, replicas)
 		if placed >= replicas {
 			continue
+		}
+		if !why {
+			return false, ""
 		}
 		if m, ok := pod.Request.MachineType(); ok {
 			return false, c.machineShortage(pod, m, placed, replicas)
@@ -120,8 +144,11 @@ func (c *ClusterInfo) machineShortage(pod *hpa.Pod, m inventory.MachineType, lef
 // the cluster while the cluster reports its group and type (and a node with its features). A feature on a label the cluster does not report is unknown there,
 // not missing, so it keeps the cluster, as silence does: the agent is told which keys to
 // report and answers within one report.
-func (c *ClusterInfo) stillFits(pods []*hpa.Pod) (bool, string) {
+func (c *ClusterInfo) stillFits(pods []*hpa.Pod, why bool) (bool, string) {
 	if c.View == nil {
+		if !why {
+			return false, ""
+		}
 		return false, c.noInventory()
 	}
 	for _, pod := range pods {
@@ -129,14 +156,17 @@ func (c *ClusterInfo) stillFits(pods []*hpa.Pod) (bool, string) {
 			continue
 		}
 		if _, ok := pod.Request.MachineType(); ok {
-			if ok, why := c.View.OffersMachineType(pod.Request); !ok {
-				return false, pod.What + ": " + why
+			if ok, reason := c.View.OffersMachineType(pod.Request); !ok {
+				return false, pod.What + ": " + reason
 			}
 			continue
 		}
 		if !c.View.HasNode(pod.Request.Selector()) {
-			_, why := c.View.FitsOnOneNode(pod.Request)
-			return false, pod.What + ": " + why
+			if !why {
+				return false, ""
+			}
+			_, reason := c.View.FitsOnOneNode(pod.Request)
+			return false, pod.What + ": " + reason
 		}
 	}
 	return true, ""

@@ -153,6 +153,9 @@ func TestFitsHardwareMachineTypes(t *testing.T) {
 			}
 			var got result
 			got.Fits, got.Why = info.FitsHardware(machineConsumers(t, tc.consumers), "ns/p", tc.decided, now)
+			if fast := info.HardwareFits(machineConsumers(t, tc.consumers), "ns/p", tc.decided, now); fast != got.Fits {
+				t.Errorf("HardwareFits = %t, FitsHardware = %t: the verdict without a reason differs", fast, got.Fits)
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}

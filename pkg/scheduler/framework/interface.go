@@ -86,6 +86,17 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, snap *Snapshot, req *Request, candidates *Bitset, rejections Rejections) (*Bitset, *Status)
 }
 
+// ReasonPlugin is a filter whose reasons cost far more than its verdicts, such as a per-node
+// fit that must look at every node again to say what is missing. The scheduler passes its
+// Filter no Rejections and, once every filter has run, asks Reason only for the clusters that
+// explain shows: those this filter rejected and no filter before it did, as many as the cycle
+// records.
+type ReasonPlugin interface {
+	FilterPlugin
+	// Reason says why Filter rejected the cluster at index i, in the same cycle state.
+	Reason(state *CycleState, snap *Snapshot, req *Request, i int) string
+}
+
 // ScorePlugin ranks feasible clusters.
 type ScorePlugin interface {
 	Plugin

@@ -78,6 +78,9 @@ func TestFitsHardwarePods(t *testing.T) {
 			info := nodesCluster(tc.nodes...)
 			var got result
 			got.Fits, got.Why = info.FitsHardware(sidecarPods(t, tc.replicas, tc.apart), "ns/p", tc.decided, now)
+			if fast := info.HardwareFits(sidecarPods(t, tc.replicas, tc.apart), "ns/p", tc.decided, now); fast != got.Fits {
+				t.Errorf("HardwareFits = %t, FitsHardware = %t: the verdict without a reason differs", fast, got.Fits)
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}

@@ -181,8 +181,7 @@ func (p *HardwareFit) ClusterChanged(ev framework.ClusterEvent, t *framework.Tar
 		if info == nil {
 			return false
 		}
-		ok, _ := info.FitsHardware(s.pods, key, relaxed, ev.Now)
-		return ok
+		return info.HardwareFits(s.pods, key, relaxed, ev.Now)
 	}
 	now := fits(ev.New)
 	if t.Decides {
@@ -197,7 +196,9 @@ func (p *HardwareFit) ClusterChanged(ev framework.ClusterEvent, t *framework.Tar
 	return framework.QueueSkip
 }
 
-// Filter implements framework.FilterPlugin.
+// Filter implements framework.FilterPlugin. It decides only whether each cluster fits; a
+// reason is worded for a rejected cluster only when rejections is non-nil (the scheduler asks
+// Reason instead, for the clusters explain shows).
 func (p *HardwareFit) Filter(ctx context.Context, state *framework.CycleState, snap *framework.Snapshot, req *framework.Request,
 	candidates *framework.Bitset, rejections framework.Rejections) (*framework.Bitset, *framework.Status) {
 	if len(req.Intents) == 0 {
@@ -209,21 +210,30 @@ func (p *HardwareFit) Filter(ctx context.Context, state *framework.CycleState, s
 	}
 	idx := candidates.Indexes()
 	ok := make([]bool, len(idx))
-	reasons := make([]string, len(idx))
 	key := req.Key()
 	keep := req.KeepsDecided()
 	workqueue.ParallelizeUntil(ctx, parallelism, len(idx), func(k int) {
-		ok[k], reasons[k] = snap.Cluster(idx[k]).FitsHardware(s.pods, key, keep && req.Decided.Has(idx[k]), req.Now)
+		ok[k] = snap.Cluster(idx[k]).HardwareFits(s.pods, key, keep && req.Decided.Has(idx[k]), req.Now)
 	})
 	out := framework.NewBitset(candidates.Len())
 	for k, i := range idx {
 		if ok[k] {
 			out.Set(i)
 		} else if rejections != nil {
-			rejections.Reject(i, reasons[k])
+			rejections.Reject(i, p.Reason(state, snap, req, i))
 		}
 	}
 	return out, nil
+}
+
+// Reason implements framework.ReasonPlugin: why the cluster at index i does not fit.
+func (p *HardwareFit) Reason(state *framework.CycleState, snap *framework.Snapshot, req *framework.Request, i int) string {
+	s := stateOf(state, snap, req)
+	if s.misconfigured != nil {
+		return s.misconfigured.Message()
+	}
+	_, why := snap.Cluster(i).FitsHardware(s.pods, req.Key(), req.KeepsDecided() && req.Decided.Has(i), req.Now)
+	return why
 }
 
 // Score implements framework.ScorePlugin.
