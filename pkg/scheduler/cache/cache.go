@@ -12,12 +12,10 @@ package cache
 import (
 	"maps"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
@@ -67,11 +65,6 @@ type Cache struct {
 
 	// intents are the compiled HPAIntents that snapshots hand to their readers.
 	intents compiledIntents
-}
-
-type decisionEntry struct {
-	placementKey string
-	clusters     []string
 }
 
 // New returns an empty cache.
@@ -192,36 +185,6 @@ func (c *Cache) info(name string) *framework.ClusterInfo {
 	return info
 }
 
-// decidedClusters returns the clusters in the decisions of the placement with this key,
-// sorted, or nil when it has no decisions.
-func (c *Cache) decidedClusters(key string) []string {
-	if a, ok := c.assumed[key]; ok {
-		return a
-	}
-	return c.informerDecided(key)
-}
-
-// informerDecided returns the clusters in the decisions of the placement as the informer
-// shows them, sorted, or nil.
-func (c *Cache) informerDecided(key string) []string {
-	decisionNames, ok := c.byKey[key]
-	if !ok {
-		return nil
-	}
-	clusters, ok := c.decided[key]
-	if !ok {
-		seen := map[string]struct{}{}
-		for d := range decisionNames {
-			for _, cl := range c.decisions[d].clusters {
-				seen[cl] = struct{}{}
-			}
-		}
-		clusters = slices.Sorted(maps.Keys(seen))
-		c.decided[key] = clusters
-	}
-	return clusters
-}
-
 // Cluster returns the cached cluster.
 func (c *Cache) Cluster(name string) (*clusterv1.ManagedCluster, bool) {
 	c.mu.Lock()
@@ -320,67 +283,6 @@ func (c *Cache) Inventory(cluster string) *fleetfitv1alpha1.ClusterInventory {
 	return c.inventories[cluster]
 }
 
-// Reserve replaces the placement's reservations on a cluster with rs (all for that placement).
-// Expired reservations of any placement are dropped at the same time.
-func (c *Cache) Reserve(cluster, placementKey string, rs []framework.Reservation, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	kept := make([]framework.Reservation, 0, len(c.reservations[cluster])+len(rs))
-	for _, r := range c.reservations[cluster] {
-		if r.Placement != placementKey && r.Active(now) {
-			kept = append(kept, r)
-		}
-	}
-	kept = append(kept, rs...)
-	c.setReservations(cluster, kept)
-	c.clusterInputChanged(cluster)
-}
-
-// ReservationEpoch changes whenever any reservation is added or dropped, and whenever a
-// placement's decisions are assumed (Assume). A cycle computed from a
-// snapshot taken at one epoch saw exactly the reservations of every later snapshot of the same
-// epoch, so what it decides may be reserved without computing it again.
-func (c *Cache) ReservationEpoch() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.reservationEpoch
-}
-
-// SnapshotAt returns the current snapshot and the reservation epoch it reflects.
-func (c *Cache) SnapshotAt() (*framework.Snapshot, uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.snapshotLocked(), c.reservationEpoch
-}
-
-// Unreserve drops the placement's reservations on a cluster.
-func (c *Cache) Unreserve(cluster, placementKey string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rs := c.reservations[cluster]
-	kept := make([]framework.Reservation, 0, len(rs))
-	for _, r := range rs {
-		if r.Placement != placementKey {
-			kept = append(kept, r)
-		}
-	}
-	if len(kept) == len(rs) {
-		return
-	}
-	c.setReservations(cluster, kept)
-	c.clusterInputChanged(cluster)
-}
-
-// setReservations stores a new slice (never modifying one a snapshot may hold).
-func (c *Cache) setReservations(cluster string, rs []framework.Reservation) {
-	c.reservationEpoch++
-	if len(rs) == 0 {
-		delete(c.reservations, cluster)
-		return
-	}
-	c.reservations[cluster] = rs
-}
-
 // DeleteInventory forgets a cluster's ClusterInventory; other ClusterInventories are ignored.
 func (c *Cache) DeleteInventory(inv *fleetfitv1alpha1.ClusterInventory) {
 	if !InventoryName(inv) {
@@ -442,131 +344,6 @@ func (c *Cache) DeleteBinding(namespace, name string) {
 		delete(c.bindings, namespace)
 	}
 	c.changed()
-}
-
-// UpsertDecision records the clusters of a PlacementDecision, so that Balance counts come
-// from the cache instead of listing every decision in every cycle.
-func (c *Cache) UpsertDecision(d *clusterv1beta1.PlacementDecision) {
-	placement := d.Labels[clusterv1beta1.PlacementLabel]
-	if placement == "" {
-		return
-	}
-	clusters := make([]string, 0, len(d.Status.Decisions))
-	for _, cd := range d.Status.Decisions {
-		if cd.ClusterName != "" {
-			clusters = append(clusters, cd.ClusterName)
-		}
-	}
-	sort.Strings(clusters)
-	key := d.Namespace + "/" + placement
-	id := d.Namespace + "/" + d.Name
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.decisions[id]; ok {
-		if old.placementKey == key && slices.Equal(old.clusters, clusters) {
-			return
-		}
-		c.forgetDecision(id, old)
-	}
-	c.decisions[id] = decisionEntry{placementKey: key, clusters: clusters}
-	if c.byKey[key] == nil {
-		c.byKey[key] = map[string]struct{}{}
-	}
-	c.byKey[key][id] = struct{}{}
-	for _, cl := range clusters {
-		if c.clusterIndex[cl] == nil {
-			c.clusterIndex[cl] = map[string]int{}
-		}
-		c.clusterIndex[cl][key]++
-	}
-	delete(c.decided, key)
-	c.decidedChanged[key] = struct{}{}
-	c.confirmAssumed(key)
-}
-
-// DeleteDecision forgets a PlacementDecision.
-func (c *Cache) DeleteDecision(namespace, name string) {
-	id := namespace + "/" + name
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.decisions[id]; ok {
-		c.forgetDecision(id, old)
-	}
-}
-
-func (c *Cache) forgetDecision(id string, old decisionEntry) {
-	delete(c.decisions, id)
-	for _, cl := range old.clusters {
-		if c.clusterIndex[cl][old.placementKey]--; c.clusterIndex[cl][old.placementKey] <= 0 {
-			delete(c.clusterIndex[cl], old.placementKey)
-		}
-		if len(c.clusterIndex[cl]) == 0 {
-			delete(c.clusterIndex, cl)
-		}
-	}
-	delete(c.byKey[old.placementKey], id)
-	if len(c.byKey[old.placementKey]) == 0 {
-		delete(c.byKey, old.placementKey)
-	}
-	delete(c.decided, old.placementKey)
-	c.decidedChanged[old.placementKey] = struct{}{}
-	c.confirmAssumed(old.placementKey)
-}
-
-// Assume records the clusters a cycle decided for a placement, before its PlacementDecisions
-// are written: until the informer shows them, the next snapshots count them (Balance, the
-// decided clusters of other cycles), as kube-scheduler assumes a pod on its node before the
-// binding is written. Without it, placements scheduled together would all see the fleet
-// without each other's new decisions and pile onto the same clusters. The assumption ends
-// when the informer shows the placement deciding exactly these clusters, or with Forget. It
-// reports whether it changed what snapshots count for the placement.
-func (c *Cache) Assume(placementKey string, clusters []string) bool {
-	sorted := slices.Sorted(slices.Values(clusters))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if slices.Equal(c.decidedClusters(placementKey), sorted) {
-		if _, ok := c.assumed[placementKey]; ok && slices.Equal(c.informerDecided(placementKey), sorted) {
-			delete(c.assumed, placementKey)
-		}
-		return false
-	}
-	c.assumed[placementKey] = sorted
-	c.decidedChanged[placementKey] = struct{}{}
-	// A cycle computed before this saw other decisions than the next will: it must not
-	// reserve what it decided on that view (see ReservationEpoch).
-	c.reservationEpoch++
-	c.confirmAssumed(placementKey)
-	return true
-}
-
-// Forget ends the assumption of a placement's decisions (their write failed, or the placement
-// is gone): snapshots count what the informer shows.
-func (c *Cache) Forget(placementKey string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.assumed[placementKey]; ok {
-		delete(c.assumed, placementKey)
-		c.decidedChanged[placementKey] = struct{}{}
-	}
-}
-
-// confirmAssumed ends the assumption of a placement whose decisions, as the informer shows
-// them, now hold what was assumed.
-func (c *Cache) confirmAssumed(key string) {
-	if a, ok := c.assumed[key]; ok && slices.Equal(a, c.informerDecided(key)) {
-		delete(c.assumed, key)
-	}
-}
-
-// DecidedBy returns the keys of the placements whose decisions hold the cluster.
-func (c *Cache) DecidedBy(cluster string) sets.Set[string] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := sets.New[string]()
-	for key := range c.clusterIndex[cluster] {
-		out.Insert(key)
-	}
-	return out
 }
 
 // Objects are hub objects that the cache follows.
