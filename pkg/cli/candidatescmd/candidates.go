@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetfit/fleetfit/pkg/candidates"
+	"github.com/fleetfit/fleetfit/pkg/allocationcandidates"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
@@ -28,15 +28,15 @@ type Options struct {
 	Now    func() time.Time
 
 	// Limits bound the answer and the search, as on the hub.
-	Limits candidates.Limits
+	Limits allocationcandidates.Limits
 
 	RawQuery string
-	query    *candidates.Query
+	query    *allocationcandidates.Query
 }
 
 // NewCommand returns `fleetfit candidates`.
 func NewCommand(flags *clientopts.Flags) *cobra.Command {
-	o := &Options{Flags: flags, Now: time.Now, Limits: candidates.DefaultLimits()}
+	o := &Options{Flags: flags, Now: time.Now, Limits: allocationcandidates.DefaultLimits()}
 	c := &cobra.Command{
 		Use:   "candidates QUERY",
 		Short: "List the clusters and nodes that could take a request now (OpenStack's allocation candidates)",
@@ -94,7 +94,7 @@ func (o *Options) Validate() error {
 	if o.Limits.WorkBudget < 1 {
 		return fmt.Errorf("--work-budget must be positive, got %d", o.Limits.WorkBudget)
 	}
-	q, err := candidates.ParseQuery(o.RawQuery)
+	q, err := allocationcandidates.ParseQuery(o.RawQuery)
 	if err != nil {
 		return err
 	}
@@ -113,12 +113,12 @@ func (o *Options) Run(ctx context.Context, w io.Writer) error {
 	// The capacity that the hub's latest decisions hold until their pods show (persisted in
 	// the intents' status) is not free, here as on the hub's own endpoint.
 	placement.RestoreReservations(c, fleet.Intents, now, placement.DefaultReservationTimeout)
-	resp, err := candidates.Evaluate(ctx, c.Snapshot(), o.query, now, o.Limits)
+	resp, err := allocationcandidates.Evaluate(ctx, c.Snapshot(), o.query, now, o.Limits)
 	if err != nil {
 		return err
 	}
 	if o.Output.Structured() {
 		return o.Output.PrintData(w, resp)
 	}
-	return candidates.PrintTable(w, o.query, resp)
+	return printTable(w, o.query, resp)
 }

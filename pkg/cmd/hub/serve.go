@@ -22,7 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/server/routes"
 
-	"github.com/fleetfit/fleetfit/pkg/candidates"
+	"github.com/fleetfit/fleetfit/pkg/allocationcandidates"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/emco"
 )
@@ -42,17 +42,17 @@ type ServingOptions struct {
 	// also records where goroutines block.
 	Profiling           bool
 	ContentionProfiling bool
-	// Candidates bound the work of /allocation_candidates.
-	Candidates candidates.HandlerOptions
+	// AllocationCandidates bound the work of /allocation_candidates.
+	AllocationCandidates allocationcandidates.HandlerOptions
 }
 
 // NewServingOptions returns the defaults: port 9443 with a self-signed certificate.
 func NewServingOptions() *ServingOptions {
 	s := &ServingOptions{
-		SecureServing:  options.NewSecureServingOptions(),
-		Authentication: options.NewDelegatingAuthenticationOptions(),
-		Authorization:  options.NewDelegatingAuthorizationOptions(),
-		Candidates:     candidates.DefaultHandlerOptions(),
+		SecureServing:        options.NewSecureServingOptions(),
+		Authentication:       options.NewDelegatingAuthenticationOptions(),
+		Authorization:        options.NewDelegatingAuthorizationOptions(),
+		AllocationCandidates: allocationcandidates.DefaultHandlerOptions(),
 	}
 	s.SecureServing.BindPort = 9443
 	s.SecureServing.ServerCert.PairName = "fleetfit-hub"
@@ -66,11 +66,11 @@ func (s *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 	s.Authentication.AddFlags(fs)
 	s.Authorization.AddFlags(fs)
 	fs.BoolVar(&s.Profiling, "profiling", s.Profiling, "serve Go's pprof profiles at /debug/pprof/ on the secure port, to callers allowed to get that path")
-	fs.IntVar(&s.Candidates.Limits.MaxCandidates, "candidates-max", s.Candidates.Limits.MaxCandidates, "the most candidates an /allocation_candidates answer holds; without a limit, or with a larger one, the answer is cut there and says so")
-	fs.Int64Var(&s.Candidates.Limits.WorkBudget, "candidates-work-budget", s.Candidates.Limits.WorkBudget, "the most search steps one /allocation_candidates query may take (about 20,000,000 a second of one core); a query that needs more is answered 400")
-	fs.IntVar(&s.Candidates.MaxConcurrent, "candidates-concurrency", s.Candidates.MaxConcurrent, "how many /allocation_candidates queries are searched at once, each on up to --candidates-parallelism cores; others wait for their turn")
-	fs.IntVar(&s.Candidates.Limits.Parallelism, "candidates-parallelism", s.Candidates.Limits.Parallelism, "how many clusters one /allocation_candidates query searches at once")
-	fs.DurationVar(&s.Candidates.Timeout, "candidates-timeout", s.Candidates.Timeout, "how long an /allocation_candidates query may take, its wait for a turn included; beyond it the search stops and the answer is 503")
+	fs.IntVar(&s.AllocationCandidates.Limits.MaxCandidates, "candidates-max", s.AllocationCandidates.Limits.MaxCandidates, "the most candidates an /allocation_candidates answer holds; without a limit, or with a larger one, the answer is cut there and says so")
+	fs.Int64Var(&s.AllocationCandidates.Limits.WorkBudget, "candidates-work-budget", s.AllocationCandidates.Limits.WorkBudget, "the most search steps one /allocation_candidates query may take (about 20,000,000 a second of one core); a query that needs more is answered 400")
+	fs.IntVar(&s.AllocationCandidates.MaxConcurrent, "candidates-concurrency", s.AllocationCandidates.MaxConcurrent, "how many /allocation_candidates queries are searched at once, each on up to --candidates-parallelism cores; others wait for their turn")
+	fs.IntVar(&s.AllocationCandidates.Limits.Parallelism, "candidates-parallelism", s.AllocationCandidates.Limits.Parallelism, "how many clusters one /allocation_candidates query searches at once")
+	fs.DurationVar(&s.AllocationCandidates.Timeout, "candidates-timeout", s.AllocationCandidates.Timeout, "how long an /allocation_candidates query may take, its wait for a turn included; beyond it the search stops and the answer is 503")
 	fs.BoolVar(&s.ContentionProfiling, "contention-profiling", s.ContentionProfiling, "with --profiling, also record where goroutines block on locks and channels")
 }
 
@@ -131,7 +131,7 @@ func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *pla
 	// So does EMCO's API, against the project's hpaintents; then it acts as the hub.
 	mux.Handle(emco.BasePath, emco.New(emcoClients, authz.Authorizer))
 	// Allocation candidates need "list" on managedclusters, checked by the handler.
-	mux.Handle(candidates.Path, candidates.Handler(ctrl.Fleet, authz.Authorizer, s.Candidates))
+	mux.Handle(allocationcandidates.Path, allocationcandidates.Handler(ctrl.Fleet, authz.Authorizer, s.AllocationCandidates))
 	mux.Handle("/", authorised)
 
 	var handler http.Handler = mux

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/fleetfit/fleetfit/pkg/candidates"
+	"github.com/fleetfit/fleetfit/pkg/allocationcandidates"
 	"github.com/fleetfit/fleetfit/pkg/cli"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
@@ -37,7 +37,7 @@ func testCandidates(t *testing.T, kubeconfig, base string) {
 		{"resources1=nvidia.com/gpu:1&required1=nvidia.com/gpu.product=A100", `"cluster1/`},
 	} {
 		query := tc.query
-		status, body := getURL(t, admin, base+candidates.Path+"?"+query)
+		status, body := getURL(t, admin, base+allocationcandidates.Path+"?"+query)
 		if status != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", query, status, body)
 		}
@@ -62,8 +62,8 @@ func testCandidates(t *testing.T, kubeconfig, base string) {
 	}
 
 	bad := "resources1=cpu&resources2=cpu:1"
-	status, body := getURL(t, admin, base+candidates.Path+"?"+bad)
-	var e candidates.ErrorResponse
+	status, body := getURL(t, admin, base+allocationcandidates.Path+"?"+bad)
+	var e allocationcandidates.ErrorResponse
 	if err := json.Unmarshal([]byte(body), &e); err != nil || status != http.StatusBadRequest || len(e.Errors) != 1 ||
 		!strings.HasPrefix(e.Errors[0].Detail, "resources1: cpu has no amount") {
 		t.Errorf("GET %s = %d %s, want 400 naming resources1", bad, status, body)
@@ -78,7 +78,7 @@ func testCandidates(t *testing.T, kubeconfig, base string) {
 	}
 
 	stranger := httpsClient(t, "mallory")
-	if status, body := getURL(t, stranger, base+candidates.Path+"?resources=cpu:1"); status != http.StatusForbidden ||
+	if status, body := getURL(t, stranger, base+allocationcandidates.Path+"?resources=cpu:1"); status != http.StatusForbidden ||
 		!strings.Contains(body, "cannot list managedclusters") {
 		t.Errorf("a user without list on managedclusters got %d %s, want 403", status, body)
 	}

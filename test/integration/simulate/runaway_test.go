@@ -19,7 +19,7 @@ import (
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
-	"github.com/fleetfit/fleetfit/pkg/candidates"
+	"github.com/fleetfit/fleetfit/pkg/allocationcandidates"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
@@ -107,11 +107,11 @@ func TestCandidatesUnderRunawayQueries(t *testing.T) {
 	client := adminClient(t, cp.AdminConfig().CertData, cp.AdminConfig().KeyData)
 	// The hub has read every cluster once a cheap query sees them all.
 	framework.Eventually(t, func(ctx context.Context) error {
-		status, body, err := get(ctx, client, base+candidates.Path+"?resources=cpu:8&limit=1000")
+		status, body, err := get(ctx, client, base+allocationcandidates.Path+"?resources=cpu:8&limit=1000")
 		if err != nil {
 			return err
 		}
-		var resp candidates.Response
+		var resp allocationcandidates.Response
 		if status != http.StatusOK || json.Unmarshal([]byte(body), &resp) != nil {
 			return fmt.Errorf("%d %.300s", status, body)
 		}
@@ -140,7 +140,7 @@ func TestCandidatesUnderRunawayQueries(t *testing.T) {
 	for _, w := range worst {
 		wg.Go(func() {
 			for runCtx.Err() == nil {
-				status, body, err := get(runCtx, client, base+candidates.Path+"?"+w.query)
+				status, body, err := get(runCtx, client, base+allocationcandidates.Path+"?"+w.query)
 				if runCtx.Err() != nil {
 					return
 				}
@@ -159,7 +159,7 @@ func TestCandidatesUnderRunawayQueries(t *testing.T) {
 	wg.Go(func() {
 		for runCtx.Err() == nil {
 			leave, cancel := context.WithTimeout(runCtx, 20*time.Millisecond)
-			_, _, _ = get(leave, client, base+candidates.Path+"?"+numberedGroups(16, "cpu:5", "isolate"))
+			_, _, _ = get(leave, client, base+allocationcandidates.Path+"?"+numberedGroups(16, "cpu:5", "isolate"))
 			cancel()
 		}
 	})
@@ -188,7 +188,7 @@ func TestCandidatesUnderRunawayQueries(t *testing.T) {
 		return nil
 	})
 	decided := runCtx.Err() == nil
-	status, body, err := get(ctx, client, base+candidates.Path+"?resources=cpu:1&limit=1")
+	status, body, err := get(ctx, client, base+allocationcandidates.Path+"?resources=cpu:1&limit=1")
 	if err != nil || status != http.StatusOK || !strings.Contains(body, `"cluster00/`) {
 		t.Errorf("a cheap query during the worst ones: %d %.300s (%v), want cluster00's first node", status, body, err)
 	}

@@ -1,4 +1,4 @@
-package candidates
+package allocationcandidates
 
 import (
 	"slices"
@@ -378,10 +378,10 @@ func (s *search) emit(unnumbered []nodePick) {
 		return id
 	}
 	place := func(suffix string, res []Resource, picks []nodePick) {
-		gp := groupPlacement{suffix: suffix, amount: res}
+		gp := GroupPlacement{Suffix: suffix, Resources: res}
 		for j, r := range res {
 			id := add(picks[j], r)
-			gp.nodes = append(gp.nodes, id)
+			gp.Nodes = append(gp.Nodes, id)
 			if !slices.Contains(ar.Mappings[suffix], id) {
 				ar.Mappings[suffix] = append(ar.Mappings[suffix], id)
 			}
@@ -462,6 +462,9 @@ func (s *search) allocatable(shape string) *corev1.ResourceList {
 	}
 	return nil
 }
+
+// Quantity is the amount as an answer writes it: bytes in binary units.
+func (r Resource) Quantity() resource.Quantity { return quantity(r.Name, r.Milli) }
 
 // quantity renders a milli-amount as Kubernetes writes it: bytes in binary units.
 func quantity(name corev1.ResourceName, milli int64) resource.Quantity {

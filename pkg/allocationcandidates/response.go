@@ -1,4 +1,4 @@
-package candidates
+package allocationcandidates
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -30,10 +30,18 @@ type AllocationRequest struct {
 	Allocations map[string]Allocation `json:"allocations"`
 	Mappings    map[string][]string   `json:"mappings"`
 
-	// cluster and groups are for the table; they are not part of OpenStack's shape.
+	// cluster and groups are for a table; they are not part of OpenStack's shape.
 	cluster string
-	groups  []groupPlacement
+	groups  []GroupPlacement
 }
+
+// Cluster is the candidate's cluster: the root provider of all its nodes.
+func (ar *AllocationRequest) Cluster() string { return ar.cluster }
+
+// Groups says where each request group of the candidate went: the unnumbered group first,
+// then the numbered ones in suffix order. Unlike Allocations, which add up what each node
+// gives, it keeps apart groups that share a node (group_policy=none).
+func (ar *AllocationRequest) Groups() []GroupPlacement { return ar.groups }
 
 // Allocation is what one provider gives to a candidate.
 type Allocation struct {
@@ -57,10 +65,10 @@ type ResourceSummary struct {
 	Used     resource.Quantity `json:"used"`
 }
 
-// groupPlacement says where one group of a candidate went: the node of each of its
-// resources, in the group's resource order.
-type groupPlacement struct {
-	suffix string
-	nodes  []string
-	amount []Resource
+// GroupPlacement says where one request group of a candidate went: Nodes[i] is the id of the
+// node that takes Resources[i].
+type GroupPlacement struct {
+	Suffix    string
+	Nodes     []string
+	Resources []Resource
 }

@@ -1,17 +1,18 @@
-package candidates
+package candidatescmd
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/fleetfit/fleetfit/pkg/allocationcandidates"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
 )
 
-// PrintTable prints one row per candidate: its cluster, then per request group (the
+// printTable prints one row per candidate: its cluster, then per request group (the
 // unnumbered one first, then the numbered ones in suffix order) the nodes it takes and how
 // much of each. Nodes are written without their cluster's prefix.
-func PrintTable(w io.Writer, q *Query, resp *Response) error {
+func printTable(w io.Writer, q *allocationcandidates.Query, resp *allocationcandidates.Response) error {
 	if len(resp.AllocationRequests) == 0 {
 		_, err := fmt.Fprintln(w, "No allocation candidates.")
 		return err
@@ -22,10 +23,11 @@ func PrintTable(w io.Writer, q *Query, resp *Response) error {
 		header = append(header, "RESOURCES"+strings.ToUpper(q.Groups[i].Suffix))
 	}
 	t.Row(header...)
-	for _, ar := range resp.AllocationRequests {
-		row := []string{ar.cluster}
-		for _, gp := range ar.groups {
-			row = append(row, groupCell(ar.cluster, gp))
+	for i := range resp.AllocationRequests {
+		ar := &resp.AllocationRequests[i]
+		row := []string{ar.Cluster()}
+		for _, gp := range ar.Groups() {
+			row = append(row, groupCell(ar.Cluster(), gp))
 		}
 		t.Row(row...)
 	}
@@ -40,12 +42,12 @@ func PrintTable(w io.Writer, q *Query, resp *Response) error {
 }
 
 // groupCell writes "shape/i: cpu 2, memory 4Gi", one part per node, in the group's order.
-func groupCell(cluster string, gp groupPlacement) string {
+func groupCell(cluster string, gp allocationcandidates.GroupPlacement) string {
 	var parts []string
 	last := ""
-	for j, r := range gp.amount {
-		node := strings.TrimPrefix(gp.nodes[j], cluster+"/")
-		q := quantity(r.Name, r.Milli)
+	for j, r := range gp.Resources {
+		node := strings.TrimPrefix(gp.Nodes[j], cluster+"/")
+		q := r.Quantity()
 		item := string(r.Name) + " " + q.String()
 		if node == last {
 			parts[len(parts)-1] += ", " + item

@@ -1,4 +1,4 @@
-// Package candidates answers OpenStack Placement's question over the fleet — which clusters,
+// Package allocationcandidates answers OpenStack Placement's question over the fleet — which clusters,
 // and which nodes in them, could take this request right now? — with the query language of
 // Placement's GET /allocation_candidates (microversion 1.36): resources, required, numbered
 // resourcesN/requiredN, member_of, group_policy and limit.
@@ -48,4 +48,4 @@
 // that hold at most roundCandidates candidates, so memory follows the answer, not the
 // combinations. A required trait whose label no cluster reports is an error naming its
 // parameter rather than an empty answer.
-package candidates
+package allocationcandidates

@@ -1,4 +1,4 @@
-package candidates
+package allocationcandidates
 
 import (
 	"context"
@@ -156,8 +156,8 @@ func manyTraits(n int) string {
 func TestEvaluateErrorKinds(t *testing.T) {
 	snap := snapshot(t, map[string]clusterSpec{"c": eightNodes()})
 	for query, want := range map[string]string{
-		"resources=cpu:1&required=example.com/magic": "*candidates.Error",
-		numberedGroups(9, "cpu:8", PolicyIsolate):    "*candidates.BudgetError",
+		"resources=cpu:1&required=example.com/magic": "*allocationcandidates.Error",
+		numberedGroups(9, "cpu:8", PolicyIsolate):    "*allocationcandidates.BudgetError",
 	} {
 		q, err := ParseQuery(query)
 		if err != nil {
