@@ -17,6 +17,7 @@ import (
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
@@ -36,14 +37,10 @@ func TestAgentReportsMachineGroups(t *testing.T) {
 	}
 
 	groups := spokeFleetfit.FleetfitV1alpha1().MachineGroups()
-	g, err := groups.Create(ctx, &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "training"},
-		Spec: v1alpha1.MachineGroupSpec{MachineTypes: []v1alpha1.MachineType{{
-			Name:      "compute-xlarge",
-			Spec:      v1alpha1.MachineTypeSpec{CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi"), GPU: &v1alpha1.MachineGPU{Num: 2, Product: "NVIDIA-GeForce-RTX-3090"}},
-			Available: 2,
-		}}},
-	}, metav1.CreateOptions{})
+	g, err := groups.Create(ctx, utiltesting.MakeMachineGroup("training").
+		MachineType(utiltesting.MakeGroupMachineType("compute-xlarge", "40", "128Gi").Available(2).
+			GPU(v1alpha1.MachineGPU{Num: 2, Product: "NVIDIA-GeForce-RTX-3090"}).Obj()).
+		Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

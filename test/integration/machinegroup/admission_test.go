@@ -14,7 +14,7 @@ import (
 // that the API server's message says what is wrong where.
 func TestNodePoolGroupAdmission(t *testing.T) {
 	valid := func() *v1alpha1.MachineGroup {
-		return makeGroup("adm", "small", "large").node("adm-a", "small", ready, false).obj()
+		return makeGroup("adm", "small", "large").Node("adm-a", "small", ready, false).Obj()
 	}
 	cases := map[string]struct {
 		edit func(g *v1alpha1.MachineGroup)

@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -79,33 +78,15 @@ func fleetfit() fleetfitclient.Interface {
 	return fleetfitclient.NewForConfigOrDie(spoke.AdminConfig())
 }
 
-// groupWrapper builds MachineGroups.
-type groupWrapper struct{ v1alpha1.MachineGroup }
-
-// makeGroup returns a group offering machine types of 1 CPU and 1Gi each.
-func makeGroup(name string, types ...string) *groupWrapper {
-	w := &groupWrapper{v1alpha1.MachineGroup{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: map[string]string{machinegroup.LabelMachineGroup: name},
-	}}}
+// makeGroup returns a group offering machine types of 1 CPU and 1Gi each,
+// labelled with its own name.
+func makeGroup(name string, types ...string) *utiltesting.MachineGroupWrapper {
+	w := utiltesting.MakeMachineGroup(name).Label(machinegroup.LabelMachineGroup, name)
 	for _, t := range types {
-		w.Spec.MachineTypes = append(w.Spec.MachineTypes, v1alpha1.MachineType{
-			Name:      t,
-			Spec:      v1alpha1.MachineTypeSpec{CPU: resource.MustParse("1"), Memory: resource.MustParse("1Gi")},
-			Available: 1,
-		})
+		w.MachineType(utiltesting.MakeGroupMachineType(t, "1", "1Gi").Available(1).Obj())
 	}
 	return w
 }
-
-// node adds a pool entry.
-func (w *groupWrapper) node(name, machineType string, mode v1alpha1.NodePoolMode, taint bool) *groupWrapper {
-	w.Spec.NodePools = append(w.Spec.NodePools, v1alpha1.NodePoolEntry{
-		Name: name, Mode: mode, Taint: taint, MachineType: []v1alpha1.MachineTypeRef{{Name: machineType}},
-	})
-	return w
-}
-
-func (w *groupWrapper) obj() *v1alpha1.MachineGroup { return w.MachineGroup.DeepCopy() }
 
 func createGroup(t *testing.T, g *v1alpha1.MachineGroup) *v1alpha1.MachineGroup {
 	t.Helper()

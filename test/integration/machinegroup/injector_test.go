@@ -25,6 +25,7 @@ import (
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	"github.com/fleetfit/fleetfit/pkg/install"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
+	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
 
@@ -111,21 +112,14 @@ func injectorStartSpoke(t *testing.T) *injectorSpoke {
 }
 
 func injectorMachineGroup() *v1alpha1.MachineGroup {
-	return &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: injectorGroupName},
-		Spec: v1alpha1.MachineGroupSpec{
-			MachineTypes: []v1alpha1.MachineType{
-				{Name: "compute-medium", Available: 4, Spec: v1alpha1.MachineTypeSpec{
-					CPU: resource.MustParse("6"), Memory: resource.MustParse("48Gi"),
-					GPU: &v1alpha1.MachineGPU{Num: 1, Machine: "DGX-1"},
-				}},
-				{Name: "compute-xlarge", Available: 1, Spec: v1alpha1.MachineTypeSpec{
-					CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi"),
-					GPU: &v1alpha1.MachineGPU{Num: 2, Product: "NVIDIA-GeForce-RTX-3090"},
-				}},
-			},
-		},
-	}
+	return ut.MakeMachineGroup(injectorGroupName).
+		MachineType(
+			ut.MakeGroupMachineType("compute-medium", "6", "48Gi").Available(4).
+				GPU(v1alpha1.MachineGPU{Num: 1, Machine: "DGX-1"}).Obj(),
+			ut.MakeGroupMachineType("compute-xlarge", "40", "128Gi").Available(1).
+				GPU(v1alpha1.MachineGPU{Num: 2, Product: "NVIDIA-GeForce-RTX-3090"}).Obj(),
+		).
+		Obj()
 }
 
 // injectorPod is a pod with the containers named, and labels.

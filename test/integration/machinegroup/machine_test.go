@@ -152,10 +152,8 @@ func (s *machineSpoke) setMachinePoolReady(t *testing.T, status metav1.Condition
 	name := machinegroup.NodePoolName(machineGroupName)
 	pool, err := pools.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		pool, err = pools.Create(ctx, &v1alpha1.MachineNodePool{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{machinegroup.LabelMachineGroup: machineGroupName}},
-			Spec:       v1alpha1.MachineNodePoolSpec{MachineGroup: machineGroupName},
-		}, metav1.CreateOptions{})
+		pool, err = pools.Create(ctx, ut.MakeMachineNodePool(name, machineGroupName).
+			Label(machinegroup.LabelMachineGroup, machineGroupName).Obj(), metav1.CreateOptions{})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -288,17 +286,12 @@ func TestMachineReservations(t *testing.T) {
 
 	xlarge := machineType(machineXLarge, "40", "128Gi", 2, machineGPUProduct, 1)
 	medium := machineType(machineMedium, "6", "48Gi", 1, "", 2)
-	group := &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: machineGroupName},
-		Spec: v1alpha1.MachineGroupSpec{
-			NodePools: []v1alpha1.NodePoolEntry{
-				machinePoolEntry("xl-0", machineXLarge, true),
-				machinePoolEntry("md-0", machineMedium, false),
-				machinePoolEntry("md-1", machineMedium, false),
-			},
-			MachineTypes: []v1alpha1.MachineType{xlarge, medium},
-		},
-	}
+	group := ut.MakeMachineGroup(machineGroupName).
+		Node("xl-0", machineXLarge, v1alpha1.NodePoolModeReady, true).
+		Node("md-0", machineMedium, v1alpha1.NodePoolModeReady, false).
+		Node("md-1", machineMedium, v1alpha1.NodePoolModeReady, false).
+		MachineType(xlarge, medium).
+		Obj()
 	groups := s.fleetfit.FleetfitV1alpha1().MachineGroups()
 	if _, err := groups.Create(ctx, group, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

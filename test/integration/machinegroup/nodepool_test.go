@@ -45,8 +45,8 @@ func TestNodePoolLabelsNodesAndCleansThem(t *testing.T) {
 	createNode(t, foreignNode("np-a"))
 	createNode(t, readyNode("np-b").Obj())
 	group := createGroup(t, makeGroup("np-general", "compute-xlarge", "compute-medium").
-		node("np-a", "compute-xlarge", ready, true).
-		node("np-b", "compute-medium", maintenance, false).obj())
+		Node("np-a", "compute-xlarge", ready, true).
+		Node("np-b", "compute-medium", maintenance, false).Obj())
 
 	pool := waitPool(t, "np-general", poolHealth([]v1alpha1.NodePoolNodeStatus{
 		{Name: "np-a", Condition: v1alpha1.NodeHealthReady},
@@ -154,7 +154,7 @@ func TestNodePoolLabelsNodesAndCleansThem(t *testing.T) {
 func TestNodePoolNotReadyNode(t *testing.T) {
 	startNodePool(t)
 	createNode(t, readyNode("np-down").Taint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoExecute).Obj())
-	createGroup(t, makeGroup("np-down", "small").node("np-down", "small", ready, true).obj())
+	createGroup(t, makeGroup("np-down", "small").Node("np-down", "small", ready, true).Obj())
 	waitPool(t, "np-down", poolHealth([]v1alpha1.NodePoolNodeStatus{
 		{Name: "np-down", Condition: v1alpha1.NodeHealthNotReady},
 	}, metav1.ConditionTrue, nodepool.ReasonNodesLabelled))
@@ -179,7 +179,7 @@ func TestNodePoolNotReadyNode(t *testing.T) {
 
 func TestNodePoolMissingNode(t *testing.T) {
 	startNodePool(t)
-	createGroup(t, makeGroup("np-missing", "small").node("np-later", "small", ready, false).obj())
+	createGroup(t, makeGroup("np-missing", "small").Node("np-later", "small", ready, false).Obj())
 	pool := waitPool(t, "np-missing", poolHealth([]v1alpha1.NodePoolNodeStatus{
 		{Name: "np-later", Condition: v1alpha1.NodeHealthNotReady},
 	}, metav1.ConditionFalse, nodepool.ReasonNodeNotFound))
@@ -198,7 +198,7 @@ func TestNodePoolMissingNode(t *testing.T) {
 func TestNodePoolDoubleMembership(t *testing.T) {
 	startNodePool(t)
 	createNode(t, readyNode("np-shared").Obj())
-	createGroup(t, makeGroup("np-first", "small").node("np-shared", "small", ready, true).obj())
+	createGroup(t, makeGroup("np-first", "small").Node("np-shared", "small", ready, true).Obj())
 	firstCarries := nodeCarries{
 		labels:      map[string]string{"machines.fleetfit.io/small": "np-first", "machines.fleetfit.io/node-pool": "ready"},
 		annotations: map[string]string{machinegroup.AnnotationMachineGroup: "np-first"},
@@ -212,7 +212,7 @@ func TestNodePoolDoubleMembership(t *testing.T) {
 	// Creation timestamps have a resolution of a second: the second group is
 	// created in a later second, so that it is the later one whatever its name.
 	time.Sleep(time.Second)
-	createGroup(t, makeGroup("np-again", "large").node("np-shared", "large", maintenance, false).obj())
+	createGroup(t, makeGroup("np-again", "large").Node("np-shared", "large", maintenance, false).Obj())
 	pool := waitPool(t, "np-again", poolHealth([]v1alpha1.NodePoolNodeStatus{
 		{Name: "np-shared", Condition: v1alpha1.NodeHealthMaintenance},
 	}, metav1.ConditionFalse, nodepool.ReasonNodeInOtherGroup))
@@ -252,7 +252,7 @@ func TestNodePoolDoubleMembership(t *testing.T) {
 func TestNodePoolCleansAfterRestart(t *testing.T) {
 	stop := startNodePool(t)
 	createNode(t, foreignNode("np-restart"))
-	createGroup(t, makeGroup("np-restart", "small").node("np-restart", "small", ready, true).obj())
+	createGroup(t, makeGroup("np-restart", "small").Node("np-restart", "small", ready, true).Obj())
 	waitNode(t, "np-restart", nodeCarries{
 		labels:      map[string]string{"machines.fleetfit.io/small": "np-restart"},
 		annotations: map[string]string{machinegroup.AnnotationMachineGroup: "np-restart"},
@@ -295,7 +295,7 @@ func removeTaint(taints []corev1.Taint, key string) []corev1.Taint {
 func TestNodePoolPutsBackItsPool(t *testing.T) {
 	startNodePool(t)
 	createNode(t, readyNode("np-copy").Obj())
-	group := createGroup(t, makeGroup("np-copy", "small").node("np-copy", "small", ready, false).obj())
+	group := createGroup(t, makeGroup("np-copy", "small").Node("np-copy", "small", ready, false).Obj())
 	isCopy := func(p *v1alpha1.MachineNodePool) error {
 		if diff := cmp.Diff(group.Spec.NodePools, p.Spec.NodePool); diff != "" {
 			return fmt.Errorf("pool spec.nodePool (-want,+got):\n%s", diff)
