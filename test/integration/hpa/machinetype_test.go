@@ -41,15 +41,11 @@ type machineUsage struct {
 func (e *env) machineGroupOn(spoke int, group string, types ...machineUsage) {
 	e.t.Helper()
 	groups := fleetfitclient.NewForConfigOrDie(fleet.Spokes[spoke].AdminConfig()).FleetfitV1alpha1().MachineGroups()
-	g := &v1alpha1.MachineGroup{ObjectMeta: metav1.ObjectMeta{Name: group}}
+	g := utiltesting.MakeMachineGroup(group)
 	for _, u := range types {
-		g.Spec.MachineTypes = append(g.Spec.MachineTypes, v1alpha1.MachineType{
-			Name:      u.name,
-			Spec:      v1alpha1.MachineTypeSpec{CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi")},
-			Available: u.maximum,
-		})
+		g.MachineType(utiltesting.MakeGroupMachineType(u.name, "40", "128Gi").Available(u.maximum).Obj())
 	}
-	if _, err := groups.Create(e.t.Context(), g, metav1.CreateOptions{}); err != nil {
+	if _, err := groups.Create(e.t.Context(), g.Obj(), metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() {
