@@ -10,7 +10,7 @@ import (
 // a write based on an object someone else changed since. Such an error is the normal
 // outcome of several writers sharing an object (the hub's controllers write different parts
 // of an HPAIntent's status, agents and users edit what the hub reads), and a retry that reads
-// the latest object succeeds, so callers log it quietly (V(2)) and requeue; an error joined
+// the latest object succeeds, so callers log it quietly (at logs.Changes) and requeue; an error joined
 // with anything else is a real failure. Only(nil) is false.
 func Only(err error) bool {
 	switch e := err.(type) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 )
 
 // BasePath is where the API is served: EMCO's base path.
@@ -152,16 +153,16 @@ func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Re
 		var own *Error
 		switch {
 		case errors.As(err, &own):
-			logger.V(4).Info("Refused EMCO request", "status", own.Code, "message", own.Message)
+			logger.V(logs.Debug).Info("Refused EMCO request", "status", own.Code, "message", own.Message)
 			http.Error(w, own.Message, own.Code)
 		case err != nil:
 			logger.Error(err, "Failed EMCO request")
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		case body == nil:
-			logger.V(4).Info("Served EMCO request", "status", code)
+			logger.V(logs.Debug).Info("Served EMCO request", "status", code)
 			w.WriteHeader(code)
 		default:
-			logger.V(4).Info("Served EMCO request", "status", code)
+			logger.V(logs.Debug).Info("Served EMCO request", "status", code)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(code)
 			_ = json.NewEncoder(w).Encode(body)

@@ -27,6 +27,7 @@ import (
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/util/handler"
 )
 
@@ -183,7 +184,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	if err != nil {
 		logger := klog.FromContext(ctx)
 		if conflict.Only(err) {
-			logger.V(2).Info("Cluster claims changed while writing them, will write again", "err", err)
+			logger.V(logs.Changes).Info("Cluster claims changed while writing them, will write again", "err", err)
 		} else {
 			logger.Error(err, "Writing cluster claims failed, will retry")
 		}
@@ -228,7 +229,7 @@ func (c *Controller) sync(ctx context.Context, desired []Claim) (wrote bool, err
 		if apierrors.IsAlreadyExists(err) {
 			if cur, getErr := api.Get(ctx, d.Name, metav1.GetOptions{}); getErr == nil && cur.Labels[ManagedByLabel] != ManagedBy {
 				// Someone else's claim of that name: theirs to keep.
-				logger.V(2).Info("Leaving a cluster claim of another owner alone", "claim", d.Name)
+				logger.V(logs.Changes).Info("Leaving a cluster claim of another owner alone", "claim", d.Name)
 				continue
 			}
 		} else {
@@ -249,7 +250,7 @@ func (c *Controller) sync(ctx context.Context, desired []Claim) (wrote bool, err
 		}
 	}
 	if wrote && len(errs) == 0 {
-		logger.V(2).Info("Wrote cluster claims", "claims", desired)
+		logger.V(logs.Changes).Info("Wrote cluster claims", "claims", desired)
 	}
 	return wrote, errors.Join(errs...)
 }

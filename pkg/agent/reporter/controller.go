@@ -54,6 +54,7 @@ import (
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/util/handler"
 )
 
@@ -64,10 +65,6 @@ const (
 	// maxBackoff bounds the wait between retries while the hub fails.
 	maxBackoff = time.Minute
 )
-
-// logLevelWrites logs every write to the hub; at most one sync per
-// MinInterval makes that affordable at a low verbosity.
-const logLevelWrites = 2
 
 // syncKey is the queue's only key: every event means "the inventory may have
 // changed", so they all coalesce into one pending sync.
@@ -316,7 +313,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 			// Someone else (the hub writing an inventory's spec, a second
 			// agent during a rollout) updated an object since it was read:
 			// nothing is wrong, and the retry reads it again.
-			logger.V(logLevelWrites).Info("Hub objects changed while syncing, will sync again", "err", err, "retries", c.queue.NumRequeues(key))
+			logger.V(logs.Changes).Info("Hub objects changed while syncing, will sync again", "err", err, "retries", c.queue.NumRequeues(key))
 		} else {
 			logger.Error(err, "Syncing the hub failed, will retry", "retries", c.queue.NumRequeues(key))
 		}
@@ -387,7 +384,7 @@ func (c *Controller) takeLabelKeys(ctx context.Context, keys []string) {
 		return
 	}
 	if changed {
-		klog.FromContext(ctx).V(logLevelWrites).Info("Reporting the label keys the hub asks for", "keys", keys)
+		klog.FromContext(ctx).V(logs.Changes).Info("Reporting the label keys the hub asks for", "keys", keys)
 	}
 	if len(omitted) > 0 && !slices.Equal(omitted, c.omittedKeys) {
 		klog.FromContext(ctx).Info("Not reporting label keys whose nodes have too many values: requirements on them stay unknown on this cluster",

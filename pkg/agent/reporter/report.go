@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
 
@@ -78,7 +79,7 @@ func (w *inventoryWriter) sync(ctx context.Context, st *syncState) error {
 	}
 	w.last, w.lastAt = updated, st.now
 	st.inventory = updated
-	klog.FromContext(ctx).V(logLevelWrites).Info("Wrote ClusterInventory", "revision", updated.Status.Revision, "nodes", updated.Status.NodeCount, "shapes", updated.Status.ShapeCount)
+	klog.FromContext(ctx).V(logs.Changes).Info("Wrote ClusterInventory", "revision", updated.Status.Revision, "nodes", updated.Status.NodeCount, "shapes", updated.Status.ShapeCount)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 )
 
 // ScoreName is the name of the AddOnPlacementScore the agent keeps in its
@@ -144,6 +145,6 @@ func (w *scoreWriter) sync(ctx context.Context, st *syncState) error {
 		return fmt.Errorf("updating status of %s/%s: %w", w.cluster, w.object, err)
 	}
 	w.last = updated
-	klog.FromContext(ctx).V(logLevelWrites).Info("Wrote AddOnPlacementScore", "name", w.object, "scores", scores, "validUntil", next.Status.ValidUntil)
+	klog.FromContext(ctx).V(logs.Changes).Info("Wrote AddOnPlacementScore", "name", w.object, "scores", scores, "validUntil", next.Status.ValidUntil)
 	return nil
 }

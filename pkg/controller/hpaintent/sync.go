@@ -18,6 +18,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
@@ -175,7 +176,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if _, err := c.client.FleetfitV1alpha1().HPAIntents(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating status of HPAIntent %s: %w", key, err)
 	}
-	logger.V(2).Info("Updated HPAIntent validity", "valid", cond.Status, "reason", cond.Reason)
+	logger.V(logs.Changes).Info("Updated HPAIntent validity", "valid", cond.Status, "reason", cond.Reason)
 
 	// Events are recorded after the write, so a retried write does not repeat
 	// them: one Warning per new verdict of invalidity, one Normal on recovery.

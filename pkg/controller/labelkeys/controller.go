@@ -32,6 +32,7 @@ import (
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/util/handler"
 	"github.com/fleetfit/fleetfit/pkg/util/workers"
@@ -182,7 +183,7 @@ func (c *Controller) recompute(ctx context.Context) error {
 	if same {
 		return nil
 	}
-	logger.V(2).Info("Label keys changed", "keys", keys)
+	logger.V(logs.Changes).Info("Label keys changed", "keys", keys)
 	invs, err := c.inventories.List(labels.Everything())
 	if err != nil {
 		return fmt.Errorf("listing ClusterInventories: %w", err)
@@ -210,7 +211,7 @@ func (c *Controller) patch(ctx context.Context, inv *v1alpha1.ClusterInventory, 
 	if err != nil {
 		return fmt.Errorf("patching the label keys of ClusterInventory %s/%s: %w", inv.Namespace, inv.Name, err)
 	}
-	klog.FromContext(ctx).V(4).Info("Wrote label keys", "clusterInventory", klog.KObj(inv), "keys", len(keys))
+	klog.FromContext(ctx).V(logs.Debug).Info("Wrote label keys", "clusterInventory", klog.KObj(inv), "keys", len(keys))
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	siginformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
 	siglisters "sigs.k8s.io/cluster-inventory-api/client/listers/apis/v1alpha1"
 
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/util/handler"
 	"github.com/fleetfit/fleetfit/pkg/util/workers"
 )
@@ -118,13 +119,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if apierrors.IsAlreadyExists(err) {
 			// Either this controller's own object that the informer has not shown yet (its
 			// event brings the key back), or another scheduler's, which is not ours to touch.
-			logger.V(2).Info("SIG PlacementDecision exists already", "sigPlacementDecision", klog.KObj(want))
+			logger.V(logs.Changes).Info("SIG PlacementDecision exists already", "sigPlacementDecision", klog.KObj(want))
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("creating SIG PlacementDecision %s: %w", key, err)
 		}
-		logger.V(2).Info("Created SIG PlacementDecision", "clusters", len(want.Decisions))
+		logger.V(logs.Changes).Info("Created SIG PlacementDecision", "clusters", len(want.Decisions))
 		return nil
 	}
 	if err != nil {
@@ -141,6 +142,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		return fmt.Errorf("updating SIG PlacementDecision %s: %w", key, err)
 	}
-	logger.V(2).Info("Updated SIG PlacementDecision", "clusters", len(want.Decisions))
+	logger.V(logs.Changes).Info("Updated SIG PlacementDecision", "clusters", len(want.Decisions))
 	return nil
 }

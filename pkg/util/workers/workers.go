@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetfit/fleetfit/pkg/conflict"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -31,7 +32,7 @@ type Loop struct {
 	Seed func() int
 	// Sync handles one key. An error means a transient failure: the key is retried with
 	// backoff, and logged as an error unless it is only update conflicts (see
-	// conflict.Only), which are logged at V(2). Terminal problems are conditions and events,
+	// conflict.Only), which are logged at logs.Changes. Terminal problems are conditions and events,
 	// and Sync returns nil for them.
 	Sync    func(ctx context.Context, key string) error
 	Workers int
@@ -75,7 +76,7 @@ func (l Loop) work(ctx context.Context) {
 		switch {
 		case err != nil && conflict.Only(err):
 			// Another writer got there first: the next try reads its write. Nothing to see.
-			klog.FromContext(ctx).V(2).Info("Conflict writing, requeued", "key", key, "err", err)
+			klog.FromContext(ctx).V(logs.Changes).Info("Conflict writing, requeued", "key", key, "err", err)
 			l.Queue.AddRateLimited(key)
 		case err != nil:
 			utilruntime.HandleErrorWithContext(ctx, err, "Sync failed", "controller", l.Name, "key", key)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	listers "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	"github.com/fleetfit/fleetfit/pkg/mutation"
 )
@@ -120,10 +121,10 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	logger := h.logger.WithValues("pod", klog.KRef(req.Namespace, podName(req, pod)))
 	patch, code, err := h.inject(pod, podLabels)
 	if err != nil {
-		logger.V(2).Info("Refused guest pod", "reason", err.Error())
+		logger.V(logs.Changes).Info("Refused guest pod", "reason", err.Error())
 		return refuse(code, err.Error())
 	}
-	logger.V(4).Info("Injected machine type", "group", podLabels[machinegroup.LabelMachineGroup],
+	logger.V(logs.Debug).Info("Injected machine type", "group", podLabels[machinegroup.LabelMachineGroup],
 		"machineType", podLabels[machinegroup.LabelMachineType], "patch", string(patch))
 	return allowPatch(patch)
 }

@@ -50,9 +50,6 @@ const (
 	DefaultNamespace = "fleetfit-agent"
 )
 
-// logLevelWrites logs every write the controller makes.
-const logLevelWrites = 2
-
 // Index names.
 const (
 	// byNode indexes MachineGroups by the names of their pool nodes, so that a

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
@@ -138,7 +139,7 @@ func (c *Controller) syncService(ctx context.Context, want *corev1.Service, g *v
 	if apierrors.IsNotFound(err) {
 		_, err = services.Create(ctx, want, metav1.CreateOptions{})
 		if err == nil {
-			klog.FromContext(ctx).V(logLevelWrites).Info("Created reservation Service", "service", klog.KObj(want))
+			klog.FromContext(ctx).V(logs.Changes).Info("Created reservation Service", "service", klog.KObj(want))
 			return nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -167,7 +168,7 @@ func (c *Controller) syncService(ctx context.Context, want *corev1.Service, g *v
 	if _, err := services.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 		return nil, fmt.Errorf("updating Service %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
-	klog.FromContext(ctx).V(logLevelWrites).Info("Updated reservation Service", "service", klog.KObj(cur))
+	klog.FromContext(ctx).V(logs.Changes).Info("Updated reservation Service", "service", klog.KObj(cur))
 	return nil, nil
 }
 
@@ -178,7 +179,7 @@ func (c *Controller) syncStatefulSet(ctx context.Context, want *appsv1.StatefulS
 	if apierrors.IsNotFound(err) {
 		_, err = sets.Create(ctx, want, metav1.CreateOptions{})
 		if err == nil {
-			logger.V(logLevelWrites).Info("Created reservation StatefulSet", "statefulSet", klog.KObj(want), "replicas", *want.Spec.Replicas)
+			logger.V(logs.Changes).Info("Created reservation StatefulSet", "statefulSet", klog.KObj(want), "replicas", *want.Spec.Replicas)
 			return nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -215,7 +216,7 @@ func (c *Controller) syncStatefulSet(ctx context.Context, want *appsv1.StatefulS
 	if _, err := sets.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 		return nil, fmt.Errorf("updating StatefulSet %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
-	logger.V(logLevelWrites).Info("Updated reservation StatefulSet", "statefulSet", klog.KObj(cur),
+	logger.V(logs.Changes).Info("Updated reservation StatefulSet", "statefulSet", klog.KObj(cur),
 		"replicas", *want.Spec.Replicas, "previousReplicas", ptr.Deref(cur.Spec.Replicas, 1), "templateChanged", !sameTemplate)
 	return nil, nil
 }
@@ -258,7 +259,7 @@ func (c *Controller) deleteStatefulSet(ctx context.Context, s *appsv1.StatefulSe
 	if err != nil {
 		return fmt.Errorf("deleting StatefulSet %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	klog.FromContext(ctx).V(logLevelWrites).Info("Deleted reservation StatefulSet", "statefulSet", klog.KObj(s), "reason", why)
+	klog.FromContext(ctx).V(logs.Changes).Info("Deleted reservation StatefulSet", "statefulSet", klog.KObj(s), "reason", why)
 	return nil
 }
 
@@ -270,7 +271,7 @@ func (c *Controller) deleteService(ctx context.Context, s *corev1.Service, why s
 	if err != nil {
 		return fmt.Errorf("deleting Service %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	klog.FromContext(ctx).V(logLevelWrites).Info("Deleted reservation Service", "service", klog.KObj(s), "reason", why)
+	klog.FromContext(ctx).V(logs.Changes).Info("Deleted reservation Service", "service", klog.KObj(s), "reason", why)
 	return nil
 }
 
@@ -296,7 +297,7 @@ func (c *Controller) writeStatus(ctx context.Context, g *v1alpha1.MachineGroup, 
 		}
 		return fmt.Errorf("updating status of MachineGroup %s: %w", g.Name, err)
 	}
-	klog.FromContext(ctx).V(logLevelWrites).Info("Updated MachineGroup status", "ready", machinegroup.IsReady(st.Conditions), "machines", st.AvailableMachines)
+	klog.FromContext(ctx).V(logs.Changes).Info("Updated MachineGroup status", "ready", machinegroup.IsReady(st.Conditions), "machines", st.AvailableMachines)
 	return nil
 }
 

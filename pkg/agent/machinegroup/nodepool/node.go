@@ -12,16 +12,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
-)
-
-// Log levels.
-const (
-	// logLevelWrites logs every write to a node or a pool.
-	logLevelWrites = 2
-	// logLevelConflicts logs writes that found the object changed since the
-	// cache saw it, which is usual and resolves itself.
-	logLevelConflicts = 4
 )
 
 // syncNode puts on a node what its owning group wants there now, and takes
@@ -99,7 +91,7 @@ func (c *Controller) applyMetadata(ctx context.Context, node *corev1.Node, want 
 		// cache saw it: the retry reads the cache again.
 		return nil, fmt.Errorf("applying labels and annotations to node %s: %w", node.Name, err)
 	}
-	klog.FromContext(ctx).V(logLevelWrites).Info("Applied node labels and annotations", "labels", want.Labels, "annotations", want.Annotations)
+	klog.FromContext(ctx).V(logs.Changes).Info("Applied node labels and annotations", "labels", want.Labels, "annotations", want.Annotations)
 	return written, nil
 }
 
@@ -138,7 +130,7 @@ func (c *Controller) writeTaints(ctx context.Context, node *corev1.Node, want []
 		if err != nil {
 			return err
 		}
-		klog.FromContext(ctx).V(logLevelWrites).Info("Wrote node taints", "taints", want)
+		klog.FromContext(ctx).V(logs.Changes).Info("Wrote node taints", "taints", want)
 		cur = written
 		return nil
 	})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
@@ -74,13 +75,13 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 		if apierrors.IsConflict(err) {
 			// The cache is behind the pool, typically our own last write:
 			// the pool's update event, on its way, syncs the group again.
-			logger.V(logLevelConflicts).Info("Node pool changed meanwhile, waiting for the cache", "machineNodePool", klog.KObj(pool))
+			logger.V(logs.Debug).Info("Node pool changed meanwhile, waiting for the cache", "machineNodePool", klog.KObj(pool))
 			return nil
 		}
 		return fmt.Errorf("writing the status of MachineNodePool %s: %w", pool.Name, err)
 	}
 	ready := meta.FindStatusCondition(status.Conditions, ConditionReady)
-	logger.V(logLevelWrites).Info("Wrote node pool status", "ready", ready.Status, "reason", ready.Reason)
+	logger.V(logs.Changes).Info("Wrote node pool status", "ready", ready.Status, "reason", ready.Reason)
 	return nil
 }
 
@@ -124,7 +125,7 @@ func (c *Controller) writePoolSpec(ctx context.Context, group *v1alpha1.MachineG
 		if err != nil {
 			return nil, fmt.Errorf("creating MachineNodePool %s: %w", want.Name, err)
 		}
-		klog.FromContext(ctx).V(logLevelWrites).Info("Created node pool", "machineNodePool", klog.KObj(created))
+		klog.FromContext(ctx).V(logs.Changes).Info("Created node pool", "machineNodePool", klog.KObj(created))
 		return created, nil
 	}
 	if err != nil {
@@ -146,13 +147,13 @@ func (c *Controller) writePoolSpec(ctx context.Context, group *v1alpha1.MachineG
 	written, err := pools.Update(ctx, update, metav1.UpdateOptions{FieldManager: FieldManager})
 	if apierrors.IsConflict(err) {
 		// As for the status: the pool's update event syncs the group again.
-		klog.FromContext(ctx).V(logLevelConflicts).Info("Node pool changed meanwhile, waiting for the cache", "machineNodePool", klog.KObj(cur))
+		klog.FromContext(ctx).V(logs.Debug).Info("Node pool changed meanwhile, waiting for the cache", "machineNodePool", klog.KObj(cur))
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("updating MachineNodePool %s: %w", want.Name, err)
 	}
-	klog.FromContext(ctx).V(logLevelWrites).Info("Updated node pool", "machineNodePool", klog.KObj(written))
+	klog.FromContext(ctx).V(logs.Changes).Info("Updated node pool", "machineNodePool", klog.KObj(written))
 	return written, nil
 }
 
