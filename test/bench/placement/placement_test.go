@@ -24,11 +24,9 @@ package placement
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,23 +34,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
-	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
-	hubcmd "github.com/fleetfit/fleetfit/pkg/cmd/hub"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
-	"github.com/spf13/pflag"
 )
 
 func TestMain(m *testing.M) {
@@ -262,170 +252,6 @@ func saveProfile(ctx context.Context, b *testing.B, hub *framework.ControlPlane,
 	if err := framework.SaveHubProfile(ctx, hub, proc, path, file); err != nil {
 		b.Logf("profile %s: %v", kind, err)
 	}
-}
-
-// satisfiedWatch follows the Placements and notes when the first and the last of them is
-// satisfied.
-type satisfiedWatch struct {
-	mu          sync.Mutex
-	satisfied   map[string]bool
-	want        int
-	first, last time.Time
-	done        chan struct{}
-	lister      func() []*clusterv1beta1.Placement
-	stop        func()
-}
-
-func (w *satisfiedWatch) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.satisfied)
-}
-
-func (w *satisfiedWatch) observe(obj any) {
-	p, ok := obj.(*clusterv1beta1.Placement)
-	if !ok || !meta.IsStatusConditionTrue(p.Status.Conditions, clusterv1beta1.PlacementConditionSatisfied) {
-		return
-	}
-	now := time.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	key := p.Namespace + "/" + p.Name
-	if w.satisfied[key] || len(w.satisfied) == w.want {
-		return
-	}
-	if len(w.satisfied) == 0 {
-		w.first = now
-	}
-	w.satisfied[key] = true
-	if len(w.satisfied) == w.want {
-		w.last = now
-		close(w.done)
-	}
-}
-
-func watchSatisfied(ctx context.Context, cfg *rest.Config, want int) (*satisfiedWatch, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	factory := clusterinformers.NewSharedInformerFactory(clusterclient.NewForConfigOrDie(cfg), 0)
-	informer := factory.Cluster().V1beta1().Placements()
-	w := &satisfiedWatch{satisfied: map[string]bool{}, want: want, done: make(chan struct{}),
-		stop: func() { cancel(); factory.Shutdown() }}
-	w.lister = func() []*clusterv1beta1.Placement {
-		list, _ := informer.Lister().List(labels.Everything())
-		return list
-	}
-	if _, err := informer.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    w.observe,
-		UpdateFunc: func(_, obj any) { w.observe(obj) },
-	}); err != nil {
-		cancel()
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			cancel()
-			return nil, fmt.Errorf("placement cache did not sync")
-		}
-	}
-	// A list served from the API server's watch cache may not show the newest creates yet.
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return len(w.lister()) == want, nil
-	}); err != nil {
-		cancel()
-		return nil, fmt.Errorf("%d placements in the cache, want %d: %w", len(w.lister()), want, err)
-	}
-	return w, nil
-}
-
-// writeFloor does, for every placement, the writes fleetfit does for a new placement with
-// fleetfit-hub's concurrency (--workers) and client rate (--kube-api-qps, --kube-api-burst), and nothing else: create its
-// PlacementDecision, write its decision list (the clusters the placement selects), and write
-// the Placement's status.
-func writeFloor(ctx context.Context, b *testing.B, admin *rest.Config, w *satisfiedWatch, sz size) {
-	o := hubcmd.NewOptions()
-	fs := pflag.NewFlagSet("fleetfit-hub", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(hubArgs()); err != nil {
-		b.Error(err)
-		return
-	}
-	cfg := rest.CopyConfig(admin)
-	cfg.QPS, cfg.Burst = o.QPS, o.Burst
-	client := clusterclient.NewForConfigOrDie(cfg)
-	var byRegion [5][]string
-	var untainted [5][]string
-	for i := range sz.clusters {
-		name, r := fmt.Sprintf("cluster-%05d", i), i%len(regions)
-		byRegion[r] = append(byRegion[r], name)
-		if i%20 != 0 {
-			untainted[r] = append(untainted[r], name)
-		}
-	}
-	jobs := make(chan *clusterv1beta1.Placement)
-	var wg sync.WaitGroup
-	for range o.Workers {
-		wg.Go(func() {
-			for p := range jobs {
-				i, _ := strconv.Atoi(strings.TrimPrefix(p.Name, "p-"))
-				pool := untainted[i%len(regions)]
-				if i%4 == 0 {
-					pool = byRegion[i%len(regions)]
-				}
-				if err := floorWrites(ctx, client, p, pool[:min(len(pool), 1+i%10)]); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	list := w.lister()
-	slices.SortFunc(list, func(a, b *clusterv1beta1.Placement) int { return strings.Compare(a.Name, b.Name) })
-	for _, p := range list {
-		jobs <- p
-	}
-	close(jobs)
-	wg.Wait()
-}
-
-func floorWrites(ctx context.Context, client clusterclient.Interface, p *clusterv1beta1.Placement, clusters []string) error {
-	name := p.Name + "-decision-1"
-	decisions := client.ClusterV1beta1().PlacementDecisions(p.Namespace)
-	_, err := decisions.Create(ctx, &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: p.Namespace,
-		Labels: map[string]string{
-			clusterv1beta1.PlacementLabel: p.Name, clusterv1beta1.DecisionGroupIndexLabel: "0", clusterv1beta1.DecisionGroupNameLabel: "",
-		},
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, clusterv1beta1.SchemeGroupVersion.WithKind("Placement"))},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	list := make([]clusterv1beta1.ClusterDecision, len(clusters))
-	for i, c := range clusters {
-		list[i] = clusterv1beta1.ClusterDecision{ClusterName: c}
-	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"decisions": list}})
-	if err != nil {
-		return err
-	}
-	if _, err := decisions.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-		return err
-	}
-	now := metav1.Now()
-	status := clusterv1beta1.PlacementStatus{
-		NumberOfSelectedClusters: int32(len(clusters)),
-		DecisionGroups:           []clusterv1beta1.DecisionGroupStatus{{DecisionGroupIndex: 0, Decisions: []string{name}, ClustersCount: int32(len(clusters))}},
-		Conditions: []metav1.Condition{
-			{Type: clusterv1beta1.PlacementConditionSatisfied, Status: metav1.ConditionTrue, Reason: "AllDecisionsScheduled", Message: "All cluster decisions scheduled", LastTransitionTime: now},
-			{Type: clusterv1beta1.PlacementConditionMisconfigured, Status: metav1.ConditionFalse, Reason: "Succeedconfigured", Message: "Placement configurations check pass", LastTransitionTime: now},
-		},
-	}
-	if patch, err = json.Marshal(map[string]any{"status": status}); err != nil {
-		return err
-	}
-	_, err = client.ClusterV1beta1().Placements(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	return err
 }
 
 // requests returns the API server's count of requests per verb and resource (from its
