@@ -55,29 +55,17 @@ func mgNodes() []*corev1.Node {
 
 // mgGroupObject is Imperator's example Machine, less its third type.
 func mgGroupObject() *v1alpha1.MachineGroup {
-	entry := func(node, machineType string, mode v1alpha1.NodePoolMode, taint bool) v1alpha1.NodePoolEntry {
-		return v1alpha1.NodePoolEntry{Name: node, Mode: mode, Taint: taint, MachineType: []v1alpha1.MachineTypeRef{{Name: machineType}}}
-	}
-	return &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: mgGroup},
-		Spec: v1alpha1.MachineGroupSpec{
-			NodePools: []v1alpha1.NodePoolEntry{
-				entry("michiru", mgXLarge, v1alpha1.NodePoolModeReady, true),
-				entry("utaha", mgMedium, v1alpha1.NodePoolModeMaintenance, false),
-				entry("eriri", mgMedium, v1alpha1.NodePoolModeReady, true),
-			},
-			MachineTypes: []v1alpha1.MachineType{
-				{Name: mgMedium, Available: 2, Spec: v1alpha1.MachineTypeSpec{
-					CPU: resource.MustParse("6"), Memory: resource.MustParse("48Gi"),
-					GPU: &v1alpha1.MachineGPU{Type: string(gpu), Num: 1, Machine: dgx1},
-				}},
-				{Name: mgXLarge, Available: 1, Spec: v1alpha1.MachineTypeSpec{
-					CPU: resource.MustParse("40000m"), Memory: resource.MustParse("128Gi"),
-					GPU: &v1alpha1.MachineGPU{Num: 2, Product: rtx3090},
-				}},
-			},
-		},
-	}
+	return ut.MakeMachineGroup(mgGroup).
+		Node("michiru", mgXLarge, v1alpha1.NodePoolModeReady, true).
+		Node("utaha", mgMedium, v1alpha1.NodePoolModeMaintenance, false).
+		Node("eriri", mgMedium, v1alpha1.NodePoolModeReady, true).
+		MachineType(
+			ut.MakeGroupMachineType(mgMedium, "6", "48Gi").Available(2).
+				GPU(v1alpha1.MachineGPU{Type: string(gpu), Num: 1, Machine: dgx1}).Obj(),
+			ut.MakeGroupMachineType(mgXLarge, "40000m", "128Gi").Available(1).
+				GPU(v1alpha1.MachineGPU{Num: 2, Product: rtx3090}).Obj(),
+		).
+		Obj()
 }
 
 // mgGuest is a Deployment that only says which machine it wants and which of its two
@@ -178,7 +166,7 @@ func TestMachineGroupOnAManagedCluster(t *testing.T) {
 	})
 	// The hub sees the group, its types and their usage in the cluster's inventory.
 	framework.Eventually(t, func(ctx context.Context) error {
-		return mgHubUsage(ctx, hubFleetfit, mgMachines(mgMedium, 2, 1, 0, 0), mgMachines(mgXLarge, 1, 1, 0, 0))
+		return mgHubUsage(ctx, hubFleetfit, mgCluster, mgMachines(mgMedium, 2, 1, 0, 0), mgMachines(mgXLarge, 1, 1, 0, 0))
 	})
 
 	// A guest takes over the compute-xlarge reservation: injected, it waits for michiru,
@@ -220,7 +208,7 @@ func TestMachineGroupOnAManagedCluster(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, func(ctx context.Context) error {
-		return mgHubUsage(ctx, hubFleetfit, mgMachines(mgMedium, 2, 1, 0, 0), mgMachines(mgXLarge, 1, 0, 1, 0))
+		return mgHubUsage(ctx, hubFleetfit, mgCluster, mgMachines(mgMedium, 2, 1, 0, 0), mgMachines(mgXLarge, 1, 0, 1, 0))
 	})
 
 	// eriri goes into maintenance: its ready label goes, its taint says so, and a reservation
@@ -413,8 +401,10 @@ func mgUsage(ctx context.Context, groups mgClient, want ...v1alpha1.AvailableMac
 	return nil
 }
 
-func mgHubUsage(ctx context.Context, hub mgClient, want ...v1alpha1.AvailableMachine) error {
-	inv, err := hub.ClusterInventories(mgCluster).Get(ctx, mgCluster, metav1.GetOptions{})
+// mgHubUsage checks the usage of general-machine's types in cluster's inventory on the hub,
+// as the cluster's agent reports it.
+func mgHubUsage(ctx context.Context, hub mgClient, cluster string, want ...v1alpha1.AvailableMachine) error {
+	inv, err := hub.ClusterInventories(cluster).Get(ctx, cluster, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -428,7 +418,7 @@ func mgHubUsage(ctx context.Context, hub mgClient, want ...v1alpha1.AvailableMac
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		return fmt.Errorf("usage in the hub's inventory (-want +got):\n%s", diff)
+		return fmt.Errorf("usage in the hub's inventory of %s (-want +got):\n%s", cluster, diff)
 	}
 	return nil
 }

@@ -53,19 +53,12 @@ func mtNodes() []*corev1.Node {
 
 // mtGroupObject offers compute-xlarge on both pool nodes, tainted so that only its pods go there.
 func mtGroupObject() *v1alpha1.MachineGroup {
-	entry := func(node string) v1alpha1.NodePoolEntry {
-		return v1alpha1.NodePoolEntry{Name: node, Mode: v1alpha1.NodePoolModeReady, Taint: true, MachineType: []v1alpha1.MachineTypeRef{{Name: mgXLarge}}}
-	}
-	return &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: mgGroup},
-		Spec: v1alpha1.MachineGroupSpec{
-			NodePools: []v1alpha1.NodePoolEntry{entry("xlarge-0"), entry("xlarge-1")},
-			MachineTypes: []v1alpha1.MachineType{{Name: mgXLarge, Available: 2, Spec: v1alpha1.MachineTypeSpec{
-				CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi"),
-				GPU: &v1alpha1.MachineGPU{Num: 2, Product: rtx3090},
-			}}},
-		},
-	}
+	return ut.MakeMachineGroup(mgGroup).
+		Node("xlarge-0", mgXLarge, v1alpha1.NodePoolModeReady, true).
+		Node("xlarge-1", mgXLarge, v1alpha1.NodePoolModeReady, true).
+		MachineType(ut.MakeGroupMachineType(mgXLarge, "40", "128Gi").Available(2).
+			GPU(v1alpha1.MachineGPU{Num: 2, Product: rtx3090}).Obj()).
+		Obj()
 }
 
 // mtDeployment is the workload as its author wrote it: two replicas, a log shipper beside the
@@ -187,7 +180,7 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 		)
 	})
 	framework.Eventually(t, func(ctx context.Context) error {
-		return mtHubUsage(ctx, hubFleetfit, mgMachines(mgXLarge, 2, 2, 0, 0))
+		return mgHubUsage(ctx, hubFleetfit, mtCluster, mgMachines(mgXLarge, 2, 2, 0, 0))
 	})
 
 	hubProcess, err := framework.StartHubProcess(ctx, hub)
@@ -294,7 +287,7 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 
 	// The hub sees the machines used, and the intent the delivery with its replicas ready.
 	framework.Eventually(t, func(ctx context.Context) error {
-		return mtHubUsage(ctx, hubFleetfit, mgMachines(mgXLarge, 2, 0, 2, 0))
+		return mgHubUsage(ctx, hubFleetfit, mtCluster, mgMachines(mgXLarge, 2, 0, 2, 0))
 	})
 	framework.Eventually(t, func(ctx context.Context) error {
 		in, err := intents.Get(ctx, mtWorkload, metav1.GetOptions{})
@@ -330,7 +323,7 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 		)
 	})
 	framework.Eventually(t, func(ctx context.Context) error {
-		return mtHubUsage(ctx, hubFleetfit, mgMachines(mgXLarge, 2, 2, 0, 0))
+		return mgHubUsage(ctx, hubFleetfit, mtCluster, mgMachines(mgXLarge, 2, 2, 0, 0))
 	})
 }
 
@@ -343,27 +336,6 @@ func mtNamespaceOptedIn(ctx context.Context, spoke *framework.ControlPlane, want
 	optIn := labels.SelectorFromSet(labels.Set{machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled})
 	if got := optIn.Matches(labels.Set(ns.Labels)); got != want {
 		return fmt.Errorf("namespace %s has labels %v: opted in to the injector %v, want %v", mtNS, ns.Labels, got, want)
-	}
-	return nil
-}
-
-// mtHubUsage checks the usage of general-machine's types in cluster4's inventory on the hub.
-func mtHubUsage(ctx context.Context, hub mgClient, want ...v1alpha1.AvailableMachine) error {
-	inv, err := hub.ClusterInventories(mtCluster).Get(ctx, mtCluster, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	var got []v1alpha1.AvailableMachine
-	for _, g := range inv.Status.MachineGroups {
-		if g.Name != mgGroup {
-			continue
-		}
-		for _, m := range g.MachineTypes {
-			got = append(got, v1alpha1.AvailableMachine{Name: m.Name, Usage: m.Usage})
-		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		return fmt.Errorf("usage in the hub's inventory of %s (-want +got):\n%s", mtCluster, diff)
 	}
 	return nil
 }

@@ -278,15 +278,10 @@ func a100Intent(name, cpu string) *v1alpha1.HPAIntent {
 func createMachineGroup(t *testing.T, spoke *framework.ControlPlane) {
 	t.Helper()
 	groups := fleetfitclient.NewForConfigOrDie(spoke.AdminConfig()).FleetfitV1alpha1().MachineGroups()
-	g, err := groups.Create(t.Context(), &v1alpha1.MachineGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "general-machine"},
-		Spec: v1alpha1.MachineGroupSpec{MachineTypes: []v1alpha1.MachineType{{
-			Name: "compute-xlarge",
-			Spec: v1alpha1.MachineTypeSpec{CPU: resource.MustParse("40"), Memory: resource.MustParse("128Gi"),
-				GPU: &v1alpha1.MachineGPU{Num: 2, Product: "NVIDIA-GeForce-RTX-3090"}},
-			Available: 2,
-		}}},
-	}, metav1.CreateOptions{})
+	g, err := groups.Create(t.Context(), ut.MakeMachineGroup("general-machine").
+		MachineType(ut.MakeGroupMachineType("compute-xlarge", "40", "128Gi").Available(2).
+			GPU(v1alpha1.MachineGPU{Num: 2, Product: "NVIDIA-GeForce-RTX-3090"}).Obj()).
+		Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
