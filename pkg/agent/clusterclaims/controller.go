@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fleetfit/fleetfit/pkg/conflict"
-
 	"github.com/fleetfit/fleetfit/pkg/apiserved"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +27,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/util/handler"
+	"github.com/fleetfit/fleetfit/pkg/util/workers"
 )
 
 // DefaultMinInterval is the least time between two updates of the claims.
@@ -136,7 +135,6 @@ func (c *Controller) enqueue() {
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx).WithName("clusterclaims")
-	ctx = klog.NewContext(ctx, logger)
 	defer c.queue.ShutDown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
@@ -147,33 +145,30 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("timed out waiting for the cluster claims' cache")
 	}
 	logger.Info("Keeping cluster claims", "minInterval", c.opts.MinInterval, "maxClaims", c.opts.MaxClaims)
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for c.processNext(ctx) {
-	}
+	// The cache has synced, so the loop has none to wait for; the first
+	// report, through Observe, queues the first sync.
+	workers.Loop{Name: "clusterclaims", Queue: c.queue, Hold: c.hold, Sync: c.syncClaims, Workers: 1}.Run(ctx)
 	return nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
+// hold keeps writes MinInterval apart: it returns how long a sync must still
+// wait. Only a sync that writes starts the next interval, so a sync that
+// finds the claims as desired costs nothing.
+func (c *Controller) hold(string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nextWrite.Sub(c.opts.Clock.Now())
+}
 
+// syncClaims is the loop's Sync: it writes the claims of the latest report.
+// A failure is retried with backoff from MinInterval.
+func (c *Controller) syncClaims(ctx context.Context, _ string) error {
 	now := c.opts.Clock.Now()
 	c.mu.Lock()
-	if wait := c.nextWrite.Sub(now); wait > 0 {
-		c.mu.Unlock()
-		c.queue.AddAfter(key, wait)
-		return true
-	}
 	desired := c.desired
 	c.mu.Unlock()
 	if desired == nil {
-		return true // no report yet: nothing is known, so nothing is removed either
+		return nil // no report yet: nothing is known, so nothing is removed either
 	}
 	wrote, err := c.sync(ctx, desired)
 	if wrote {
@@ -181,18 +176,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.nextWrite = now.Add(c.opts.MinInterval)
 		c.mu.Unlock()
 	}
-	if err != nil {
-		logger := klog.FromContext(ctx)
-		if conflict.Only(err) {
-			logger.V(logs.Changes).Info("Cluster claims changed while writing them, will write again", "err", err)
-		} else {
-			logger.Error(err, "Writing cluster claims failed, will retry")
-		}
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	return err
 }
 
 // sync makes the agent's claims on the cluster those desired: it creates and

@@ -31,8 +31,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fleetfit/fleetfit/pkg/conflict"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +54,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/util/handler"
+	"github.com/fleetfit/fleetfit/pkg/util/workers"
 )
 
 // Defaults of Options.
@@ -278,53 +277,46 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("timed out waiting for node and pod caches")
 	}
 	logger.Info("Reporting inventory", "minInterval", c.opts.MinInterval)
-	// The first report waits for the caches, so it is never a partial view.
-	c.queue.Add(syncKey)
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for c.processNext(ctx) {
-	}
+	// The caches have synced, so the loop has none to wait for.
+	workers.Loop{
+		Name:  "reporter",
+		Queue: c.queue,
+		// The first report waits for the caches, so it is never a partial view.
+		Seed:    func() int { c.queue.Add(syncKey); return 1 },
+		Hold:    c.hold,
+		Sync:    c.syncHub,
+		Workers: 1,
+	}.Run(ctx)
 	return nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-
+// hold keeps syncs MinInterval apart, failed ones included: it returns how
+// long a sync must still wait, or zero when it may start now, and then
+// starts the next interval.
+func (c *Controller) hold(string) time.Duration {
 	now := c.opts.Clock.Now()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if wait := c.nextSync.Sub(now); wait > 0 {
 		// An event raced with the previous sync; honour the interval.
-		c.mu.Unlock()
-		c.queue.AddAfter(key, wait)
-		return true
+		return wait
 	}
 	c.nextSync = now.Add(c.opts.MinInterval)
-	c.mu.Unlock()
+	return 0
+}
 
+// syncHub is the loop's Sync. A failure is retried with backoff from
+// MinInterval; update conflicts among its errors mean that someone else (the
+// hub writing an inventory's spec, a second agent during a rollout) updated
+// an object since it was read, and the retry reads it again.
+func (c *Controller) syncHub(ctx context.Context, key string) error {
 	if err := c.sync(ctx); err != nil {
-		logger := klog.FromContext(ctx)
-		if conflict.Only(err) {
-			// Someone else (the hub writing an inventory's spec, a second
-			// agent during a rollout) updated an object since it was read:
-			// nothing is wrong, and the retry reads it again.
-			logger.V(logs.Changes).Info("Hub objects changed while syncing, will sync again", "err", err, "retries", c.queue.NumRequeues(key))
-		} else {
-			logger.Error(err, "Syncing the hub failed, will retry", "retries", c.queue.NumRequeues(key))
-		}
-		c.queue.AddRateLimited(key)
-		return true
+		return err
 	}
-	c.queue.Forget(key)
 	// Nothing may change on the spoke for a long time, but the placement
 	// score expires: come back in time to renew it.
 	c.queue.AddAfter(key, c.opts.ScoreValidity/2)
-	return true
+	return nil
 }
 
 // sync takes the label keys the hub asks for, summarises the inventory and

@@ -31,10 +31,16 @@ type Loop struct {
 	// object and returns how many, for the start-up log.
 	Seed func() int
 	// Sync handles one key. An error means a transient failure: the key is retried with
-	// backoff, and logged as an error unless it is only update conflicts (see
-	// conflict.Only), which are logged at logs.Changes. Terminal problems are conditions and events,
-	// and Sync returns nil for them.
-	Sync    func(ctx context.Context, key string) error
+	// backoff, and logged as an error unless it is only update conflicts (see conflict.Only),
+	// which are logged at logs.Changes. Terminal problems are conditions and events, and Sync
+	// returns nil for them.
+	Sync func(ctx context.Context, key string) error
+	// Hold, when set, is asked before each sync of a key whether the key must wait: a
+	// positive duration puts it back for that long without syncing it. It keeps syncs a least
+	// interval apart, which the queue's rate limiter cannot do: that one delays only retries,
+	// not the keys that events add. Hold runs on the workers, so with several it must be safe
+	// for concurrent use.
+	Hold    func(key string) time.Duration
 	Workers int
 	// Progress, when set, records the loop's progress for health checks.
 	Progress *Progress
@@ -70,16 +76,23 @@ func (l Loop) work(ctx context.Context) {
 		if quit {
 			return
 		}
+		if l.Hold != nil {
+			if wait := l.Hold(key); wait > 0 {
+				l.Queue.AddAfter(key, wait)
+				l.Queue.Done(key)
+				continue
+			}
+		}
 		l.Progress.begin()
 		err := l.Sync(ctx, key)
 		l.Progress.done(time.Now())
 		switch {
 		case err != nil && conflict.Only(err):
 			// Another writer got there first: the next try reads its write. Nothing to see.
-			klog.FromContext(ctx).V(logs.Changes).Info("Conflict writing, requeued", "key", key, "err", err)
+			klog.FromContext(ctx).V(logs.Changes).Info("Conflict writing, requeued", "key", key, "err", err, "retries", l.Queue.NumRequeues(key))
 			l.Queue.AddRateLimited(key)
 		case err != nil:
-			utilruntime.HandleErrorWithContext(ctx, err, "Sync failed", "controller", l.Name, "key", key)
+			utilruntime.HandleErrorWithContext(ctx, err, "Sync failed", "controller", l.Name, "key", key, "retries", l.Queue.NumRequeues(key))
 			l.Queue.AddRateLimited(key)
 		default:
 			l.Queue.Forget(key)
