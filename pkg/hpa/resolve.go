@@ -10,6 +10,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1/validation"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
 // Resolved is an HPAIntent in resolved form. It shares nothing with the
@@ -69,6 +70,25 @@ type Consumer struct {
 	// containers of the pod too. Compile sets it; it is nil in what Resolve
 	// returns.
 	Request *inventory.Request
+}
+
+// MachineGuest reports whether the consumer's pods are guests of a machine
+// group: whether it has a mandatory machine type. An optional machine type
+// only ranks clusters, so its pods are delivered as written. This is the one
+// answer to the question: the workload check (a pod label that would keep the
+// pods from being guests), the delivered pod template (GuestLabels) and the
+// delivered namespace (opted in to the managed cluster's injector) all read it.
+func (c *Consumer) MachineGuest() bool { return c.MachineType != nil }
+
+// GuestLabels returns the labels the consumer's pod template is delivered
+// with when its pods are guests of a machine group (see MachineGuest),
+// naming its container as the one the injector gives the machine to; nil
+// when they are not guests.
+func (c *Consumer) GuestLabels() map[string]string {
+	if !c.MachineGuest() {
+		return nil
+	}
+	return machinegroup.GuestLabels(c.MachineType.Group, c.MachineType.Name, c.Target.Container)
 }
 
 // OptionalRequirement is one optional requirement: a cluster that can meet it

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
 // podSpecPaths says where each kind a consumer can target keeps its pod spec.
@@ -99,7 +98,7 @@ func bindWorkload(r *Resolved) problems {
 			}
 			c.Replicas = replicas
 		}
-		if c.MachineType != nil {
+		if c.MachineGuest() {
 			if msg := guestLabelConflict(u, c); msg != "" {
 				ps.add(ReasonInvalidWorkload, c.Name, "%s", msg)
 			}
@@ -118,7 +117,7 @@ func bindWorkload(r *Resolved) problems {
 
 // guestLabelConflict says which label of the target's pod template keeps the
 // consumer's pods from being guests of its machine type, or "": the hub
-// delivers them with machinegroup.GuestLabels (see pkg/mutation), and never
+// delivers them with Consumer.GuestLabels (see pkg/mutation), and never
 // overwrites a label the author wrote.
 func guestLabelConflict(u *unstructured.Unstructured, c *Consumer) string {
 	path := podSpecPaths[u.GetKind()]
@@ -127,7 +126,7 @@ func guestLabelConflict(u *unstructured.Unstructured, c *Consumer) string {
 	if err != nil {
 		return ""
 	}
-	want := machinegroup.GuestLabels(c.MachineType.Group, c.MachineType.Name, c.Target.Container)
+	want := c.GuestLabels()
 	for _, key := range slices.Sorted(maps.Keys(want)) {
 		if v, ok := have[key]; ok && v != want[key] {
 			return fmt.Sprintf("target %s %s has the pod label %s=%v at %s, but the consumer's pods are guests of %s/%s (%s=%s); remove the label from the manifest",

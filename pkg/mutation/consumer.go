@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/hpa"
-	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
 // ForConsumer returns the mutation that delivers consumer c of r to a cluster
@@ -17,9 +16,9 @@ import (
 // the tolerations the pods then need (r.Tolerations of the consumer with those
 // requests). An optional amount replaces a mandatory amount of the same
 // resource, as the scheduler assumed when it checked the cluster. A consumer
-// with a mandatory machine type gets no amounts but the labels of a guest of
-// that type, machinegroup.GuestLabels with c's container as the injecting
-// container; its features still become node affinity. An optional machine type
+// whose pods are guests of a machine group (hpa.Consumer.MachineGuest: a
+// mandatory machine type) gets no amounts but c.GuestLabels, which name c's
+// container as the injecting one; its features still become node affinity. An optional machine type
 // changes nothing here: it only ranks clusters, and the pods of a consumer
 // without a mandatory one are not guests. A name c has no optional
 // requirement by is an error. The mutation shares nothing with r.
@@ -75,13 +74,13 @@ func ForConsumer(r *hpa.Resolved, c *hpa.Consumer, optional []string) (Mutation,
 		return Mutation{}, fmt.Errorf("consumer %q has no optional requirement %s (optional requirements: %s)",
 			c.Name, strings.Join(unknown, ", "), orNone(known))
 	}
-	if mt := c.MachineType; mt != nil {
+	if c.MachineGuest() {
 		// The managed cluster's injector gives the guest's container the
 		// type's amounts (requests equal to limits), its node affinity and
 		// tolerations; validation leaves such a consumer no amounts of its
 		// own, and none are delivered.
 		m.Requests, m.Limits, m.ExclusiveCPU = corev1.ResourceList{}, corev1.ResourceList{}, false
-		m.Labels = machinegroup.GuestLabels(mt.Group, mt.Name, c.Target.Container)
+		m.Labels = c.GuestLabels()
 	}
 	withOptional := *c
 	withOptional.Requests = m.Requests

@@ -282,7 +282,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	delivery, err := action.New(action.Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: recorder},
-		ocmInformers, workInformers, fleetfitInformers, action.Options{Delivery: policy, Intents: schedCache})
+		ocmInformers, workInformers, fleetfitInformers, schedCache, action.Options{Delivery: policy})
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/conflict"
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -60,7 +61,7 @@ func TestConflictIsNotADeliveryError(t *testing.T) {
 			ocm := clusterinformers.NewSharedInformerFactory(clusterfake.NewSimpleClientset(), 0)
 			work := workinformers.NewSharedInformerFactory(workClient, 0)
 			fleetfit := fleetfitinformers.NewSharedInformerFactory(fleetfitClient, 0)
-			c, err := New(Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: events.NewFakeRecorder(10)}, ocm, work, fleetfit, Options{})
+			c, err := New(Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: events.NewFakeRecorder(10)}, ocm, work, fleetfit, cache.New(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ package action
 
 import (
 	"context"
-	"github.com/fleetfit/fleetfit/pkg/delivery"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,10 +23,13 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/delivery"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/util/handler"
 	"github.com/fleetfit/fleetfit/pkg/util/workers"
 )
@@ -53,24 +56,21 @@ type Options struct {
 	// namespace. The validation controller refuses intents that ask for more; the action
 	// controller checks again before it writes a ManifestWork.
 	Delivery *delivery.Policy
-	// Intents gives the compiled form of an intent; the hub passes its scheduler's cache, so
-	// that delivery reads what scheduling read, compiled once per generation. Nil compiles
-	// the intent on every sync.
-	Intents IntentCompiler
 }
 
-// IntentCompiler gives the compiled form of an HPAIntent, which the caller must not modify,
-// or the error of hpa.Compile.
-type IntentCompiler interface {
-	Intent(in *fleetfitv1alpha1.HPAIntent) (*hpa.Intent, error)
-}
-
-// compile returns the compiled form of an intent.
-func (c *Controller) compile(in *fleetfitv1alpha1.HPAIntent) (*hpa.Intent, error) {
-	if c.opts.Intents != nil {
-		return c.opts.Intents.Intent(in)
-	}
-	return hpa.Compile(in)
+// Fleet is what delivery reads of the scheduler's cache (the hub passes its *cache.Cache, as
+// to the placement controller): the compiled intents and the clusters' inventories that
+// scheduling read, so that delivery applies an optional requirement where the scheduler
+// found room for it, never from a second view of the same report.
+type Fleet interface {
+	// Intent is the compiled form of one generation of an intent, compiled once whoever
+	// reads it.
+	framework.IntentCompiler
+	// ClusterInfo is what the cache holds of a cluster, its inventory's View included, or
+	// nil for a cluster it does not hold.
+	ClusterInfo(name string) *framework.ClusterInfo
+	// Inventory is the ClusterInventory the cache holds for a cluster, or nil.
+	Inventory(cluster string) *fleetfitv1alpha1.ClusterInventory
 }
 
 // Clients are what the controller writes with.
@@ -85,18 +85,24 @@ type Controller struct {
 	clients Clients
 	opts    Options
 
-	intents     fleetfitlisters.HPAIntentLister
-	inventories fleetfitlisters.ClusterInventoryLister
-	decisions   clusterlisterv1beta1.PlacementDecisionLister
-	works       worklisters.ManifestWorkLister
+	// fleet is the scheduler's cache, which the placement controller keeps up to date.
+	fleet Fleet
+
+	intents   fleetfitlisters.HPAIntentLister
+	decisions clusterlisterv1beta1.PlacementDecisionLister
+	works     worklisters.ManifestWorkLister
 
 	queue  workqueue.TypedRateLimitingInterface[string]
 	synced []toolscache.InformerSynced
 }
 
-// New wires the controller to the informers. Call Run after starting the factories.
+// New wires the controller to the informers and to the scheduler's cache, which it only
+// reads. Call Run after starting the factories.
 func New(clients Clients, ocm clusterinformers.SharedInformerFactory, work workinformers.SharedInformerFactory,
-	fleetfit fleetfitinformers.SharedInformerFactory, opts Options) (*Controller, error) {
+	fleetfit fleetfitinformers.SharedInformerFactory, fleet Fleet, opts Options) (*Controller, error) {
+	if fleet == nil {
+		return nil, errors.New("the action controller needs the scheduler's cache")
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
@@ -104,12 +110,11 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, work worki
 		opts.Clock = clock.RealClock{}
 	}
 	hi := fleetfit.Fleetfit().V1alpha1().HPAIntents()
-	ii := fleetfit.Fleetfit().V1alpha1().ClusterInventories()
 	di := ocm.Cluster().V1beta1().PlacementDecisions()
 	wi := work.Work().V1().ManifestWorks()
 	c := &Controller{
-		clients: clients, opts: opts,
-		intents: hi.Lister(), inventories: ii.Lister(), decisions: di.Lister(), works: wi.Lister(),
+		clients: clients, opts: opts, fleet: fleet,
+		intents: hi.Lister(), decisions: di.Lister(), works: wi.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workers.RateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deliveries"}),
 	}
@@ -120,7 +125,6 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, work worki
 		{hi.Informer(), c.intentHandler()},
 		{di.Informer(), c.decisionHandler()},
 		{wi.Informer(), c.workHandler()},
-		{ii.Informer(), toolscache.ResourceEventHandlerFuncs{}},
 	} {
 		reg, err := h.informer.AddEventHandler(h.handler)
 		if err != nil {
@@ -128,7 +132,33 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, work worki
 		}
 		c.synced = append(c.synced, reg.HasSynced)
 	}
+	// The placement controller fills the cache from the same inventory informer, through a
+	// handler of its own that may run behind this controller's: deliveries wait until the
+	// cache holds every inventory of the informer's first list, so that a delivery just after
+	// a start never misses an optional requirement the cluster's report allows.
+	ii := fleetfit.Fleetfit().V1alpha1().ClusterInventories()
+	reg, err := ii.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
+	if err != nil {
+		return nil, err
+	}
+	inventories := ii.Lister()
+	c.synced = append(c.synced, func() bool { return reg.HasSynced() && c.fleetHolds(inventories) })
 	return c, nil
+}
+
+// fleetHolds reports whether the cache holds an inventory for every cluster that the lister
+// has the agent's report of.
+func (c *Controller) fleetHolds(inventories fleetfitlisters.ClusterInventoryLister) bool {
+	all, err := inventories.List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	for _, inv := range all {
+		if cache.InventoryName(inv) && c.fleet.Inventory(inv.Namespace) == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Run delivers until ctx ends.

@@ -23,6 +23,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -230,7 +231,7 @@ func TestLongNamesAreDelivered(t *testing.T) {
 	ocm := clusterinformers.NewSharedInformerFactory(clusterfake.NewSimpleClientset(), 0)
 	work := workinformers.NewSharedInformerFactory(workClient, 0)
 	fleetfit := fleetfitinformers.NewSharedInformerFactory(fleetfitClient, 0)
-	c, err := New(Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: events.NewFakeRecorder(10)}, ocm, work, fleetfit, Options{})
+	c, err := New(Clients{Work: workClient, Fleetfit: fleetfitClient, Recorder: events.NewFakeRecorder(10)}, ocm, work, fleetfit, cache.New(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

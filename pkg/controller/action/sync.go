@@ -5,19 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
-
-	"github.com/fleetfit/fleetfit/pkg/conflict"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -25,11 +20,9 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/conflict"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
-	"github.com/fleetfit/fleetfit/pkg/inventory"
-	"github.com/fleetfit/fleetfit/pkg/machinegroup"
-	"github.com/fleetfit/fleetfit/pkg/mutation"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
@@ -75,7 +68,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			"Nothing is delivered: %s", textcap.Join(problems, "; ", 5, textcap.MaxMessage))
 		return nil // terminal until the intent or the hub's policy changes
 	}
-	compiled, err := c.compile(in)
+	compiled, err := c.fleet.Intent(in)
 	if err != nil {
 		// Valid, yet it does not resolve: the validation controller has not seen this
 		// generation's problem yet. Say so; its next verdict requeues the intent.
@@ -136,10 +129,7 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 	if apierrors.IsNotFound(err) {
 		existing = nil
 	}
-	optional, err := c.optionalFor(compiled, cluster, existing)
-	if err != nil {
-		return err
-	}
+	optional := c.optionalFor(compiled, cluster, existing)
 	want, err := desiredWork(in, &compiled.Resolved, cluster, optional)
 	if err != nil {
 		return err
@@ -179,11 +169,12 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 // optionalFor returns, per consumer, the optional requirements to apply on a cluster: those
 // already applied by the existing ManifestWork (its pods may be using that room now, so the
 // cluster no longer shows it free), and otherwise those the cluster's inventory shows it can
-// meet for every replica.
+// meet for every replica. The inventory is the one the scheduler read (the View of the
+// cluster's info in its cache), so delivery never promises more than scheduling checked.
 //
-// A cluster without inventory gets no optional requirement; an inventory that cannot be read
-// is an error, retried, rather than a delivery without the optional requirements.
-func (c *Controller) optionalFor(compiled *hpa.Intent, cluster string, existing *workv1.ManifestWork) (map[string][]string, error) {
+// A cluster without inventory, or one the cache does not hold (its ManagedCluster is gone),
+// gets no optional requirement.
+func (c *Controller) optionalFor(compiled *hpa.Intent, cluster string, existing *workv1.ManifestWork) map[string][]string {
 	out := map[string][]string{}
 	if existing != nil {
 		if v, ok := existing.Annotations[AnnotationOptional]; ok {
@@ -199,157 +190,22 @@ func (c *Controller) optionalFor(compiled *hpa.Intent, cluster string, existing 
 					out[consumer] = append(out[consumer], req)
 				}
 			}
-			return out, nil
+			return out
 		}
 	}
-	inv, err := c.inventories.ClusterInventories(cluster).Get(cluster)
-	if apierrors.IsNotFound(err) {
-		return out, nil
+	info := c.fleet.ClusterInfo(cluster)
+	if info == nil || info.View == nil {
+		return out
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the ClusterInventory of %s: %w", cluster, err)
-	}
-	view := inventory.NewView(&inv.Status)
 	for i := range compiled.Consumers {
 		cs := &compiled.Consumers[i]
 		for k := range cs.Optional {
-			if o := &cs.Optional[k]; cs.MeetsOptional(view, o) {
+			if o := &cs.Optional[k]; cs.MeetsOptional(info.View, o) {
 				out[cs.Name] = append(out[cs.Name], o.Name)
 			}
 		}
 	}
-	return out, nil
-}
-
-// desiredWork builds the ManifestWork for a cluster: the intent's manifests, each consumer's
-// target mutated, objects without a namespace put in the intent's namespace, the namespaces
-// they need (those of machine-group guests opted in to the injector), and status feedback of
-// the workloads' replicas.
-func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, optional map[string][]string) (*workv1.ManifestWork, error) {
-	objs := make([]*unstructured.Unstructured, len(r.Manifests))
-	for i, m := range r.Manifests {
-		objs[i] = m.DeepCopy()
-	}
-	var applied []string
-	// guests are the namespaces of workloads whose pods are guests of a machine group.
-	guests := sets.New[string]()
-	for k := range r.Consumers {
-		cs := &r.Consumers[k]
-		if cs.Manifest < 0 || cs.Manifest >= len(objs) {
-			continue
-		}
-		opt := optional[cs.Name]
-		m, err := mutation.ForConsumer(r, cs, opt)
-		if err != nil {
-			return nil, fmt.Errorf("consumer %q: %w", cs.Name, err)
-		}
-		if err := mutation.Mutate(objs[cs.Manifest], m); err != nil {
-			return nil, fmt.Errorf("consumer %q: %w", cs.Name, err)
-		}
-		if _, guest := m.Labels[machinegroup.LabelMachineType]; guest {
-			ns := objs[cs.Manifest].GetNamespace()
-			if ns == "" {
-				ns = in.Namespace
-			}
-			guests.Insert(ns)
-		}
-		for _, o := range opt {
-			applied = append(applied, cs.Name+"/"+o)
-		}
-	}
-	sort.Strings(applied)
-	om := WorkMeta(in, cluster)
-	om.Annotations[AnnotationOptional] = strings.Join(applied, ",")
-	w := &workv1.ManifestWork{
-		ObjectMeta: om,
-		// The work agent applies the manifests only as far as the intent namespace's
-		// ServiceAccount may: an intent's author gets no more on the cluster than that.
-		Spec: workv1.ManifestWorkSpec{Executor: delivery.Executor(in.Namespace)},
-	}
-	// The work agent does not create namespaces: deliver the ones the objects need.
-	have := sets.New[string]()
-	need := sets.New[string]()
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" {
-			have.Insert(o.GetName())
-		} else if namespaced(o) {
-			if o.GetNamespace() == "" {
-				o.SetNamespace(in.Namespace)
-			}
-			need.Insert(o.GetNamespace())
-		}
-	}
-	added := sets.List(need.Difference(have).Delete("default", "kube-system"))
-	for _, n := range slices.Backward(added) {
-		ns := &unstructured.Unstructured{}
-		ns.SetAPIVersion("v1")
-		ns.SetKind("Namespace")
-		ns.SetName(n)
-		objs = append([]*unstructured.Unstructured{ns}, objs...)
-	}
-	if err := optInToInjection(objs, guests); err != nil {
-		return nil, err
-	}
-	for _, o := range objs {
-		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Object: o}})
-		if resource, ok := feedbackResources[o.GetKind()]; ok {
-			w.Spec.ManifestConfigs = append(w.Spec.ManifestConfigs, workv1.ManifestConfigOption{
-				ResourceIdentifier: workv1.ResourceIdentifier{Group: o.GroupVersionKind().Group, Resource: resource, Name: o.GetName(), Namespace: o.GetNamespace()},
-				FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.WellKnownStatusType}},
-			})
-		}
-	}
-	// A namespace may hold other things: it stays when the work goes, whether fleetfit added
-	// it or the workload holds it. (So the executor never needs to delete a namespace.)
-	if orphaned := sets.List(have.Union(sets.New(added...))); len(orphaned) > 0 {
-		opt := &workv1.SelectivelyOrphan{}
-		for _, n := range orphaned {
-			opt.OrphaningRules = append(opt.OrphaningRules, workv1.OrphaningRule{Resource: "namespaces", Name: n})
-		}
-		w.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan, SelectivelyOrphan: opt}
-	}
-	return w, nil
-}
-
-// optInToInjection labels the Namespaces among objs that hold guests of machine groups so
-// that the managed cluster's pod resource injector gives those guests their machines: it acts
-// only in namespaces labelled machinegroup.LabelInjectResource=enabled. A Namespace of the
-// intent's workload that says otherwise is an error, as a conflicting label of a pod template
-// is; OCM's work agent adds the label to a Namespace that exists without it and keeps the
-// namespace's other labels.
-func optInToInjection(objs []*unstructured.Unstructured, guests sets.Set[string]) error {
-	for _, o := range objs {
-		if o.GetKind() != "Namespace" || !guests.Has(o.GetName()) {
-			continue
-		}
-		l := o.GetLabels()
-		if v, ok := l[machinegroup.LabelInjectResource]; ok && v != machinegroup.InjectResourceEnabled {
-			return fmt.Errorf("the workload's Namespace %s has the label %s=%q, but its pods take machine types, which the managed cluster's agent gives only to pods of namespaces labelled %s=%s; remove the label",
-				o.GetName(), machinegroup.LabelInjectResource, v, machinegroup.LabelInjectResource, machinegroup.InjectResourceEnabled)
-		}
-		if l == nil {
-			l = map[string]string{}
-		}
-		l[machinegroup.LabelInjectResource] = machinegroup.InjectResourceEnabled
-		o.SetLabels(l)
-	}
-	return nil
-}
-
-// feedbackResources are the kinds whose replica counts the work agent reports back.
-var feedbackResources = map[string]string{
-	"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets",
-	"ReplicaSet": "replicasets", "Job": "jobs",
-}
-
-// namespaced reports whether an object's kind is namespaced, for the kinds an intent carries;
-// cluster-scoped kinds keep no namespace.
-func namespaced(o *unstructured.Unstructured) bool {
-	switch o.GetKind() {
-	case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PriorityClass", "StorageClass", "PersistentVolume":
-		return false
-	}
-	return true
+	return out
 }
 
 // deleteWorks deletes the intent's ManifestWorks on clusters not in keep (all when keep is

@@ -2,91 +2,21 @@ package action
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/hpa"
-	"github.com/fleetfit/fleetfit/pkg/machinegroup"
+	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
-
-func deployment(name, namespace string) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
-		},
-	}
-}
-
-func TestDesiredWork(t *testing.T) {
-	in := ut.MakeHPAIntent("web", "shop").Placement("web").Consumer(
-		ut.MakeConsumer("web").Target("Deployment", "web", "app").Requirement(
-			ut.MakeResource("cpu", "cpu").Requests("2").Obj(),
-			ut.MakeResource("gpu", "nvidia.com/gpu").Limits("1").Optional(5).Obj(),
-		).Obj(),
-	).Manifest(deployment("web", "")).Manifest(deployment("other", "tools")).Obj()
-	r, err := hpa.Resolve(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := desiredWork(in, r, "cluster1", map[string][]string{"web": {"gpu"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.Name != "shop.web" || w.Namespace != "cluster1" || w.Labels[LabelIntentNamespace] != "shop" || w.Labels[LabelIntentName] != "web" {
-		t.Errorf("work %s/%s labels %v", w.Namespace, w.Name, w.Labels)
-	}
-	if got := w.Annotations[AnnotationOptional]; got != "web/gpu" {
-		t.Errorf("optional annotation %q, want web/gpu", got)
-	}
-	var kinds []string
-	for _, m := range w.Spec.Workload.Manifests {
-		u := m.Object.(*unstructured.Unstructured)
-		kinds = append(kinds, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
-	}
-	want := []string{"Namespace /shop", "Namespace /tools", "Deployment shop/web", "Deployment tools/other"}
-	if diff := cmp.Diff(want, kinds); diff != "" {
-		t.Errorf("manifests (-want,+got):\n%s", diff)
-	}
-	web := w.Spec.Workload.Manifests[2].Object.(*unstructured.Unstructured)
-	containers, _, _ := unstructured.NestedSlice(web.Object, "spec", "template", "spec", "containers")
-	res := containers[0].(map[string]any)["resources"].(map[string]any)
-	if diff := cmp.Diff(map[string]any{"cpu": "2", "nvidia.com/gpu": "1"}, res["requests"]); diff != "" {
-		t.Errorf("requests of the mutated container (-want,+got):\n%s", diff)
-	}
-	other := w.Spec.Workload.Manifests[3].Object.(*unstructured.Unstructured)
-	otherContainers, _, _ := unstructured.NestedSlice(other.Object, "spec", "template", "spec", "containers")
-	if res, _ := otherContainers[0].(map[string]any)["resources"].(map[string]any); len(res) > 0 {
-		t.Errorf("the untargeted Deployment was mutated: %v", otherContainers[0])
-	}
-	if w.Spec.DeleteOption == nil || w.Spec.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeSelectivelyOrphan ||
-		len(w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules) != 2 {
-		t.Errorf("added namespaces must be orphaned on deletion: %+v", w.Spec.DeleteOption)
-	}
-	if len(w.Spec.ManifestConfigs) != 2 || w.Spec.ManifestConfigs[0].ResourceIdentifier.Resource != "deployments" ||
-		w.Spec.ManifestConfigs[0].ResourceIdentifier.Group != "apps" {
-		t.Errorf("status feedback configs %+v, want one per Deployment", w.Spec.ManifestConfigs)
-	}
-
-	// Building it twice gives the same work: updates are written only on change.
-	again, err := desiredWork(in, r, "cluster1", map[string][]string{"web": {"gpu"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(w, again); diff != "" {
-		t.Errorf("desiredWork is not deterministic (-first,+second):\n%s", diff)
-	}
-}
 
 func TestDeliveryState(t *testing.T) {
 	cond := func(typ string, s metav1.ConditionStatus, msg string) metav1.Condition {
@@ -123,100 +53,81 @@ func TestDeliveryState(t *testing.T) {
 	}
 }
 
-// TestDesiredWorkMachineType delivers a consumer that takes a machine type: its Deployment's
-// pods are guests of the group, and the namespaces that hold guests, whether the intent
-// carries them or fleetfit adds them, opt in to the managed cluster's injector.
-func TestDesiredWorkMachineType(t *testing.T) {
-	xlarge := ut.MakeRequirement("xlarge").Obj()
-	xlarge.MachineType = &v1alpha1.MachineTypeRequirement{Group: "general-machine", Name: "compute-xlarge"}
-	namespace := func(name string, labels map[string]string) *corev1.Namespace {
-		return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+// TestOptionalFor: the optional requirements a delivery applies are those the scheduler's
+// cache shows the cluster can meet, or those the existing ManifestWork applied; a cluster the
+// cache holds no inventory of gets none.
+func TestOptionalFor(t *testing.T) {
+	in := ut.MakeHPAIntent("web", "shop").Placement("web").Consumer(
+		ut.MakeConsumer("web").Target("Deployment", "web", "app").Replicas(1).Requirement(
+			ut.MakeResource("cpu", "cpu").Requests("2").Obj(),
+			ut.MakeResource("gpu", "nvidia.com/gpu").Limits("1").Optional(5).Obj(),
+		).Obj(),
+	).Manifest(deployment("web", "")).Obj()
+	in.UID, in.Generation = "uid-web", 1
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fleet := cache.New()
+	fleet.Load(cache.Objects{
+		Clusters: []*clusterv1.ManagedCluster{ut.MakeCluster("gpus").Obj(), ut.MakeCluster("cpus").Obj(), ut.MakeCluster("silent").Obj()},
+		Inventories: []*v1alpha1.ClusterInventory{
+			ut.MakeInventory("gpus", now, []*corev1.Node{ut.MakeNode("n").Resource(corev1.ResourceCPU, "8").Resource("nvidia.com/gpu", "1").Obj()}),
+			ut.MakeInventory("cpus", now, []*corev1.Node{ut.MakeNode("n").Resource(corev1.ResourceCPU, "8").Obj()}),
+			// Only the inventory named after its cluster describes it, as on the hub.
+			{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "silent"}, Status: ut.InventoryStatus([]*corev1.Node{
+				ut.MakeNode("n").Resource(corev1.ResourceCPU, "8").Resource("nvidia.com/gpu", "1").Obj()})},
+		},
+	})
+	compiled, err := fleet.Intent(in)
+	if err != nil {
+		t.Fatal(err)
 	}
-	optIn := map[string]string{machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled}
-	intent := func(manifests ...any) *v1alpha1.HPAIntent {
-		w := ut.MakeHPAIntent("trainer", "ml").Placement("trainer").Consumer(
-			ut.MakeConsumer("trainer").Target("Deployment", "trainer", "app").Requirement(xlarge).Obj(),
-			ut.MakeConsumer("monitor").Target("Deployment", "monitor", "app").Requirement(ut.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj(),
-		)
-		for _, m := range manifests {
-			w.Manifest(m)
-		}
-		return w.Obj()
+	applied := func(v string) *workv1.ManifestWork {
+		return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationOptional: v}}}
 	}
 	cases := map[string]struct {
-		in             *v1alpha1.HPAIntent
-		wantNamespaces map[string]map[string]string
-		wantErr        string
+		cluster  string
+		existing *workv1.ManifestWork
+		want     map[string][]string
 	}{
-		"fleetfit adds the namespace of the guests": {
-			in: intent(deployment("trainer", ""), deployment("monitor", "tools")),
-			wantNamespaces: map[string]map[string]string{
-				"ml":    optIn,
-				"tools": nil,
-			},
+		"the cluster has room for the GPU":        {cluster: "gpus", want: map[string][]string{"web": {"gpu"}}},
+		"the cluster has no GPU":                  {cluster: "cpus", want: map[string][]string{}},
+		"the cluster has no inventory of its own": {cluster: "silent", want: map[string][]string{}},
+		"the cache does not hold the cluster":     {cluster: "gone", want: map[string][]string{}},
+		"the delivery keeps what it applied": {
+			cluster: "cpus", existing: applied("web/gpu,web/dropped"), want: map[string][]string{"web": {"gpu"}},
 		},
-		"the workload holds the namespace of the guests": {
-			in: intent(namespace("ml", map[string]string{"team": "ml"}), deployment("trainer", ""), namespace("tools", nil), deployment("monitor", "tools")),
-			wantNamespaces: map[string]map[string]string{
-				"ml":    {"team": "ml", machinegroup.LabelInjectResource: machinegroup.InjectResourceEnabled},
-				"tools": nil,
-			},
-		},
-		"the workload opts its namespace in already": {
-			in:             intent(namespace("ml", optIn), deployment("trainer", ""), deployment("monitor", "")),
-			wantNamespaces: map[string]map[string]string{"ml": optIn},
-		},
-		"the workload opts its namespace out": {
-			in: intent(namespace("ml", map[string]string{machinegroup.LabelInjectResource: "disabled"}), deployment("trainer", ""), deployment("monitor", "")),
-			wantErr: `the workload's Namespace ml has the label machines.fleetfit.io/inject-resource="disabled", but its pods take machine types, ` +
-				`which the managed cluster's agent gives only to pods of namespaces labelled machines.fleetfit.io/inject-resource=enabled; remove the label`,
-		},
+		"the delivery applied none": {cluster: "gpus", existing: applied(""), want: map[string][]string{}},
 	}
+	c := &Controller{fleet: fleet}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			r, err := hpa.Resolve(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := desiredWork(tc.in, r, "cluster1", nil)
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("desiredWork returned error %v, want %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotNamespaces := map[string]map[string]string{}
-			podLabels := map[string]map[string]string{}
-			for _, m := range w.Spec.Workload.Manifests {
-				u := m.Object.(*unstructured.Unstructured)
-				switch u.GetKind() {
-				case "Namespace":
-					gotNamespaces[u.GetName()] = u.GetLabels()
-				case "Deployment":
-					l, _, err := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
-					if err != nil {
-						t.Fatal(err)
-					}
-					podLabels[u.GetName()] = l
-					containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-					if res, _ := containers[0].(map[string]any)["resources"].(map[string]any); u.GetName() == "trainer" && len(res) > 0 {
-						t.Errorf("the guest's container got resources from the hub: %v", res)
-					}
-				}
-			}
-			if diff := cmp.Diff(tc.wantNamespaces, gotNamespaces); diff != "" {
-				t.Errorf("Namespaces and their labels (-want,+got):\n%s", diff)
-			}
-			wantPods := map[string]map[string]string{
-				"trainer": machinegroup.GuestLabels("general-machine", "compute-xlarge", "app"),
-				"monitor": nil,
-			}
-			if diff := cmp.Diff(wantPods, podLabels); diff != "" {
-				t.Errorf("Pod template labels (-want,+got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, c.optionalFor(compiled, tc.cluster, tc.existing)); diff != "" {
+				t.Errorf("optional requirements (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestFleetHolds: deliveries start once the scheduler's cache holds every agent's report the
+// informer lists; a ClusterInventory that is not the agent's report is not waited for.
+func TestFleetHolds(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	report := ut.MakeInventory("cluster1", now, []*corev1.Node{ut.MakeNode("n").Resource(corev1.ResourceCPU, "8").Obj()})
+	stray := report.DeepCopy()
+	stray.Name = "stray"
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	for _, inv := range []*v1alpha1.ClusterInventory{report, stray} {
+		if err := indexer.Add(inv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lister := fleetfitlisters.NewClusterInventoryLister(indexer)
+	fleet := cache.New()
+	c := &Controller{fleet: fleet}
+	if c.fleetHolds(lister) {
+		t.Error("fleetHolds = true before the cache holds cluster1's report")
+	}
+	fleet.UpsertInventory(report)
+	if !c.fleetHolds(lister) {
+		t.Error("fleetHolds = false once the cache holds cluster1's report")
 	}
 }
