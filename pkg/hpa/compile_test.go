@@ -48,7 +48,7 @@ func TestCompileMachineTypes(t *testing.T) {
 	}{
 		"a mandatory machine type": {
 			consumer: utiltesting.MakeConsumer("trainer").Target("Deployment", "trainer", "main").Replicas(2).
-				Requirement(utiltesting.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj()),
+				Requirement(utiltesting.MakeMachineTypeRequirement("xl", "general-machine", "compute-xlarge").Obj()),
 			want: result{
 				Machine: &xlarge,
 				Amounts: corev1.ResourceList{"machines.fleetfit.io/general-machine.compute-xlarge": resource.MustParse("2")},
@@ -57,9 +57,9 @@ func TestCompileMachineTypes(t *testing.T) {
 		},
 		"optional machine types score when every replica gets a free machine": {
 			consumer: utiltesting.MakeConsumer("trainer").Target("Deployment", "trainer", "main").Replicas(2).
-				Requirement(utiltesting.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj()).
-				Requirement(utiltesting.MakeMachineType("large", "general-machine", "compute-large").Optional(3).Obj()).
-				Requirement(utiltesting.MakeMachineType("xl-too", "general-machine", "compute-xlarge").Optional(1).Obj()),
+				Requirement(utiltesting.MakeMachineTypeRequirement("xl", "general-machine", "compute-xlarge").Obj()).
+				Requirement(utiltesting.MakeMachineTypeRequirement("large", "general-machine", "compute-large").Optional(3).Obj()).
+				Requirement(utiltesting.MakeMachineTypeRequirement("xl-too", "general-machine", "compute-xlarge").Optional(1).Obj()),
 			want: result{
 				Machine: &xlarge,
 				Amounts: corev1.ResourceList{"machines.fleetfit.io/general-machine.compute-xlarge": resource.MustParse("2")},
@@ -72,7 +72,7 @@ func TestCompileMachineTypes(t *testing.T) {
 		},
 		"an optional feature of a machine consumer asks for the type on such a node": {
 			consumer: utiltesting.MakeConsumer("trainer").Target("Deployment", "trainer", "main").Replicas(1).
-				Requirement(utiltesting.MakeMachineType("large", "general-machine", "compute-large").Obj()).
+				Requirement(utiltesting.MakeMachineTypeRequirement("large", "general-machine", "compute-large").Obj()).
 				Requirement(utiltesting.MakeFeature("in-a", "topology.kubernetes.io/zone").Values("a").Optional(2).Obj()).
 				Requirement(utiltesting.MakeFeature("in-b", "topology.kubernetes.io/zone").Values("b").Optional(2).Obj()),
 			want: result{
@@ -87,7 +87,7 @@ func TestCompileMachineTypes(t *testing.T) {
 		},
 		"a mandatory feature applies to the machines too": {
 			consumer: utiltesting.MakeConsumer("trainer").Target("Deployment", "trainer", "main").Replicas(1).
-				Requirement(utiltesting.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj()).
+				Requirement(utiltesting.MakeMachineTypeRequirement("xl", "general-machine", "compute-xlarge").Obj()).
 				Requirement(zone("b")),
 			want: result{
 				Machine: &xlarge,
@@ -98,7 +98,7 @@ func TestCompileMachineTypes(t *testing.T) {
 		"only optional machine types: the consumer itself asks for no machine": {
 			consumer: utiltesting.MakeConsumer("web").Target("Deployment", "web", "main").Replicas(1).
 				Requirement(zone("a")).
-				Requirement(utiltesting.MakeMachineType("large", "general-machine", "compute-large").Optional(1).Obj()),
+				Requirement(utiltesting.MakeMachineTypeRequirement("large", "general-machine", "compute-large").Optional(1).Obj()),
 			want: result{
 				Amounts:  corev1.ResourceList{},
 				Free:     0,

@@ -162,7 +162,7 @@ func TestResolvePodProblems(t *testing.T) {
 		"a machine type beside another container's amounts": {
 			intent: utiltesting.MakeHPAIntent("fwall", "ns").Placement("p").
 				Consumer(utiltesting.MakeConsumer("trainer").Target("Deployment", "web", "app").
-					Requirement(utiltesting.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj()).Obj()).
+					Requirement(utiltesting.MakeMachineTypeRequirement("xl", "general-machine", "compute-xlarge").Obj()).Obj()).
 				Consumer(cpuConsumer("b", "web", "sidecar", "1").Obj()),
 			want: []*Problem{{Reason: ReasonInvalidRequirements, Message: `consumers "trainer" and "b" target Deployment web, one pod, but "trainer" takes a machine type, ` +
 				`which leaves no known room on the node for the amounts or machine type of "b"; keep only features in the other consumers of the pod, or move the amounts into a workload of their own`}},
@@ -181,7 +181,7 @@ func TestResolvePodProblems(t *testing.T) {
 func TestCompileMachinePodWithFeatures(t *testing.T) {
 	in := utiltesting.MakeHPAIntent("fwall", "ns").Placement("p").
 		Consumer(utiltesting.MakeConsumer("trainer").Target("Deployment", "train", "main").Replicas(2).
-			Requirement(utiltesting.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj()).Obj()).
+			Requirement(utiltesting.MakeMachineTypeRequirement("xl", "general-machine", "compute-xlarge").Obj()).Obj()).
 		Consumer(utiltesting.MakeConsumer("zone").Target("Deployment", "train", "").Replicas(2).
 			Requirement(utiltesting.MakeFeature("zone", "topology.kubernetes.io/zone").Values("b").Obj()).Obj()).Obj()
 	compiled, err := Compile(in)

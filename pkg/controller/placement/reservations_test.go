@@ -94,7 +94,7 @@ func TestPersistedMachineReservations(t *testing.T) {
 	snap := fleet.Snapshot()
 	intent := utiltesting.MakeHPAIntent("trainer", "app").Placement("p").Consumer(
 		utiltesting.MakeConsumer("trainer").Target("Deployment", "trainer", "main").Replicas(2).
-			Requirement(utiltesting.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj()).Obj(),
+			Requirement(utiltesting.MakeMachineTypeRequirement("xl", "general-machine", "compute-xlarge").Obj()).Obj(),
 	).Obj()
 	const machines = "machines.fleetfit.io/general-machine.compute-xlarge"
 	since := metav1.NewTime(now.Add(-time.Minute))

@@ -43,7 +43,7 @@ func machineConsumers(t *testing.T, replicas map[string]int32) []*hpa.Pod {
 		if name == "web" {
 			c.Requirement(st.MakeResource("cpu", "cpu").Requests("2").Obj())
 		} else {
-			c.Requirement(st.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj())
+			c.Requirement(st.MakeMachineTypeRequirement("xl", "general-machine", "compute-xlarge").Obj())
 		}
 		w.Consumer(c.Obj())
 	}

@@ -154,9 +154,9 @@ func MakeFeature(name, key string) *RequirementWrapper {
 	return MakeRequirement(name).Feature(key)
 }
 
-// MakeMachineType starts a mandatory requirement for one machine of a
+// MakeMachineTypeRequirement starts a mandatory requirement for one machine of a
 // MachineGroup's type per replica.
-func MakeMachineType(name, group, machineType string) *RequirementWrapper {
+func MakeMachineTypeRequirement(name, group, machineType string) *RequirementWrapper {
 	return MakeRequirement(name).MachineType(group, machineType)
 }
 

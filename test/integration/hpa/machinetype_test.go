@@ -117,7 +117,7 @@ func (e *env) machineWaitReported(spoke int, group string, u machineUsage) {
 // machineIntent is an intent named after its placement whose one consumer "app" takes replicas
 // machines of group/type.
 func machineIntent(placement string, replicas int32, group, machineType string) *utiltesting.HPAIntentWrapper {
-	return oneConsumer(placement, replicas, utiltesting.MakeMachineType("machine", group, machineType).Obj())
+	return oneConsumer(placement, replicas, utiltesting.MakeMachineTypeRequirement("machine", group, machineType).Obj())
 }
 
 // TestMachineTypeChosenWhereFree: cluster1 has one compute-xlarge free, cluster2 two. An intent
@@ -297,8 +297,8 @@ func TestMachineReservationsSurviveRestart(t *testing.T) {
 
 	framework.RunHub(t, fleet.Hub.AdminConfig())
 	e.createIntent(oneConsumer("mt-restart-1", 1,
-		utiltesting.MakeMachineType("xl", group, "compute-xlarge").Obj(),
-		utiltesting.MakeMachineType("large", group, "compute-large").Optional(10).Obj()))
+		utiltesting.MakeMachineTypeRequirement("xl", group, "compute-xlarge").Obj(),
+		utiltesting.MakeMachineTypeRequirement("large", group, "compute-large").Optional(10).Obj()))
 	e.createPlacement(onClusters("mt-restart-1", cluster(0), cluster(1)).NumberOfClusters(1).
 		Mode(clusterv1beta1.PrioritizerPolicyModeExact).BuiltIn("HardwareFit", 1))
 	e.waitDecided("mt-restart-1", cluster(1))

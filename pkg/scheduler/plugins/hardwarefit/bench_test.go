@@ -88,10 +88,10 @@ func BenchmarkHardwareFitMachineTypes(b *testing.B) {
 	}
 	benchmarkHardwareFit(b, groups, intent(
 		st.MakeConsumer("train").Target("Deployment", "train", "main").Replicas(2).
-			Requirement(st.MakeMachineType("a100", "gpu-machine", "a100-x1").Obj()).
+			Requirement(st.MakeMachineTypeRequirement("a100", "gpu-machine", "a100-x1").Obj()).
 			Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100")),
 		st.MakeConsumer("web").Target("Deployment", "web", "main").Replicas(10).
-			Requirement(st.MakeMachineType("medium", "general-machine", "compute-medium").Obj()),
+			Requirement(st.MakeMachineTypeRequirement("medium", "general-machine", "compute-medium").Obj()),
 	))
 }
 

@@ -27,7 +27,7 @@ func xlargeFree(free int32) fleetfitv1alpha1.ReportedMachineType {
 // machineConsumer is a consumer whose replicas each take a compute-xlarge of general-machine.
 func machineConsumer(name string, replicas int32) *st.ConsumerWrapper {
 	return st.MakeConsumer(name).Target("Deployment", name, "main").Replicas(replicas).
-		Requirement(st.MakeMachineType("xl", "general-machine", "compute-xlarge").Obj())
+		Requirement(st.MakeMachineTypeRequirement("xl", "general-machine", "compute-xlarge").Obj())
 }
 
 // machineReservation is a reservation by placement of replicas compute-xlarge.
@@ -133,14 +133,14 @@ func TestScoreMachineTypes(t *testing.T) {
 	}{
 		"an optional machine type scores where every replica gets a free one": {
 			consumer: machineConsumer("trainer", 2).
-				Requirement(st.MakeMachineType("large", "general-machine", "compute-large").Optional(3).Obj()).
-				Requirement(st.MakeMachineType("xl-too", "general-machine", "compute-xlarge").Optional(1).Obj()),
+				Requirement(st.MakeMachineTypeRequirement("large", "general-machine", "compute-large").Optional(3).Obj()).
+				Requirement(st.MakeMachineTypeRequirement("xl-too", "general-machine", "compute-xlarge").Optional(1).Obj()),
 			want: map[string]int64{"xl-and-large": 100, "one-large": 25, "xl-only": 25, "no-group": 0},
 		},
 		"a consumer whose only machine type is optional": {
 			consumer: st.MakeConsumer("web").Target("Deployment", "web", "main").Replicas(1).
 				Requirement(feature(gpuProduct, "DoesNotExist")).
-				Requirement(st.MakeMachineType("large", "general-machine", "compute-large").Optional(1).Obj()),
+				Requirement(st.MakeMachineTypeRequirement("large", "general-machine", "compute-large").Optional(1).Obj()),
 			want: map[string]int64{"xl-and-large": 100, "one-large": 100, "xl-only": 0, "no-group": 0},
 		},
 	}
