@@ -117,7 +117,7 @@ generate: ## Regenerate deepcopy, CRDs, clients, the add-on template and the cop
 	for crd in $(SIG_CRDS); do \
 		install -D -m 0644 "$$sig_dir/config/crd/bases/multicluster.x-k8s.io_$$crd.yaml" "manifests/crds/optional/multicluster.x-k8s.io_$$crd.yaml"; \
 	done
-	go run ./deploy/addon/internal/gentemplate -o deploy/addon/addontemplate.yaml
+	go run ./pkg/install/internal/gentemplate -o deploy/addon/addontemplate.yaml
 
 .PHONY: verify
 verify: ## Check generated code and CRDs are current, gofmt and go vet are clean.

@@ -3,8 +3,9 @@
 // add-on manager deploys the agent from, and the hub admission policy that
 // keeps each agent to its own cluster's namespace. The template is generated
 // from deploy/agent and the managed cluster's CRDs by `make generate`
-// (internal/gentemplate), so the add-on deploys what `fleetfit install agent`
-// does.
+// (pkg/install/internal/gentemplate), so the add-on deploys what `fleetfit
+// install agent` does. Like the rest of deploy/, it holds data only and
+// imports nothing of fleetfit's code.
 package addon
 
 import _ "embed"

@@ -1,35 +1,13 @@
 package addon_test
 
 import (
-	"bytes"
 	"testing"
 
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	deployaddon "github.com/fleetfit/fleetfit/deploy/addon"
-	"github.com/fleetfit/fleetfit/deploy/addon/internal/addontemplate"
 )
-
-// TestAddOnTemplateIsCurrent checks that the committed template is what the
-// agent's manifests make now.
-func TestAddOnTemplateIsCurrent(t *testing.T) {
-	src, err := addontemplate.AgentSources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := addontemplate.Build(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := addontemplate.Render(tmpl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(want, deployaddon.AddOnTemplate) {
-		t.Errorf("deploy/addon/addontemplate.yaml is out of date: run make generate")
-	}
-}
 
 // TestClusterManagementAddOnPointsAtTheTemplate checks what OCM's add-on
 // manager needs to render the add-on from the template.

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/fleetfit/fleetfit/deploy/addon/internal/addontemplate"
+	"github.com/fleetfit/fleetfit/pkg/install/internal/addontemplate"
 )
 
 func main() {

@@ -1,6 +1,7 @@
 package addontemplate
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -15,6 +16,18 @@ import (
 	deployaddon "github.com/fleetfit/fleetfit/deploy/addon"
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
 )
+
+// TestAddOnTemplateIsCurrent checks that the committed template,
+// deploy/addon/addontemplate.yaml, is what the agent's manifests make now.
+func TestAddOnTemplateIsCurrent(t *testing.T) {
+	want, err := Render(build(t, agentSources(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, deployaddon.AddOnTemplate) {
+		t.Errorf("deploy/addon/addontemplate.yaml is out of date: run make generate")
+	}
+}
 
 func build(t *testing.T, src Sources) *addonv1alpha1.AddOnTemplate {
 	t.Helper()

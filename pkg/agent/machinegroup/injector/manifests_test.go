@@ -1,10 +1,6 @@
-package agent_test
+package injector_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"net"
 	"slices"
 	"testing"
@@ -15,41 +11,36 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
 	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/injector"
+	"github.com/fleetfit/fleetfit/pkg/install"
 	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
-// decodeAll decodes every document of manifests into typed objects.
+// decodeAll decodes every object of manifests, as the installer does, into its typed form.
 func decodeAll(t *testing.T, manifests ...[]byte) []runtime.Object {
 	t.Helper()
-	var objs []runtime.Object
-	for _, m := range manifests {
-		r := utilyaml.NewYAMLReader(bufioReader(m))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-			if err != nil {
-				t.Fatalf("decoding %s: %v", doc, err)
-			}
-			objs = append(objs, obj)
-		}
+	objs, err := install.Decode(manifests...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return objs
+	out := make([]runtime.Object, 0, len(objs))
+	for _, u := range objs {
+		typed, err := scheme.Scheme.New(u.GroupVersionKind())
+		if err != nil {
+			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		out = append(out, typed)
+	}
+	return out
 }
 
+// find returns the object of type T named name, failing the test when there is none.
 func find[T runtime.Object](t *testing.T, objs []runtime.Object, name string) T {
 	t.Helper()
 	for _, o := range objs {
@@ -158,5 +149,3 @@ func namesFor(rules []rbacv1.PolicyRule, verb string) []string {
 	}
 	return names
 }
-
-func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
