@@ -32,6 +32,23 @@ func IntentsOf(namespace, name string, all []*v1alpha1.HPAIntent, followSchedule
 	return out
 }
 
+// PlacementsOf returns the names of the Placements of in's namespace that the intent may
+// shape, sorted and without repeats: the one its spec.placementRef names and the one it last
+// shaped (status.scheduledPlacement). Every placement for which IntentsOf, following history
+// or not, returns in is among them, so an index of intents by these names, or a handler
+// that requeues these placements when the intent changes, misses no placement whose
+// intents changed.
+func PlacementsOf(in *v1alpha1.HPAIntent) []string {
+	names := make([]string, 0, 2)
+	for _, name := range []string{in.Spec.PlacementRef.Name, in.Status.ScheduledPlacement} {
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // stillShapes reports whether an intent that now names another Placement still counts for
 // the one it last shaped: its new Placement is missing, or not judged yet.
 func stillShapes(in *v1alpha1.HPAIntent) bool {

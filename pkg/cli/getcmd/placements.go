@@ -17,6 +17,7 @@ import (
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/cli/clientopts"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/simulate"
 )
 
@@ -104,7 +105,7 @@ func (o *PlacementsOptions) Run(ctx context.Context, w io.Writer) error {
 		}
 		satisfied, reason, message := Satisfied(p)
 		row := []string{p.Name, Selected(p, len(clusters)), output.Or(strings.Join(shown, ","), "-"),
-			satisfied, reason, intentsOf(fleet, p), output.Age(p.CreationTimestamp.Time, now)}
+			satisfied, reason, intentsOf(fleet.Intents, p, len(o.Files) == 0), output.Age(p.CreationTimestamp.Time, now)}
 		if o.AllNamespaces {
 			row = append([]string{p.Namespace}, row...)
 		}
@@ -158,14 +159,14 @@ func decidedClusters(f *simulate.Fleet) map[string][]string {
 	return out
 }
 
-// intentsOf names the HPAIntents of a placement with their Scheduled and Delivered state, as
-// "fwall (Scheduled, Delivered)".
-func intentsOf(f *simulate.Fleet, p *clusterv1beta1.Placement) string {
+// intentsOf names the HPAIntents that shape a placement with their Scheduled and Delivered
+// state, as "fwall (Scheduled,Delivered)". They are the ones the scheduler reads
+// (hpa.IntentsOf): on a hub (fromHub) the placement controller's, which follow the placement
+// an intent last shaped; in fleet files simulate's, which schedule each placement as on a
+// first pass.
+func intentsOf(all []*fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, fromHub bool) string {
 	var parts []string
-	for _, in := range f.Intents {
-		if in.Namespace != p.Namespace || in.Spec.PlacementRef.Name != p.Name {
-			continue
-		}
+	for _, in := range hpa.IntentsOf(p.Namespace, p.Name, all, fromHub) {
 		var states []string
 		for _, t := range []string{fleetfitv1alpha1.ConditionValid, fleetfitv1alpha1.ConditionScheduled, fleetfitv1alpha1.ConditionDelivered} {
 			c := meta.FindStatusCondition(in.Status.Conditions, t)
