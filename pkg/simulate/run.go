@@ -27,9 +27,6 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
 )
 
-// reservationTimeout is the hub's: within one simulation nothing expires.
-const reservationTimeout = 5 * time.Minute
-
 // Options tune a simulation.
 type Options struct {
 	// Now is the time the fleet is scheduled at (inventory freshness, score validity,
@@ -169,7 +166,8 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		if plan.Kept {
 			keepDecisions(r.Explanation, r.Decisions, plan)
 		} else {
-			placement.Reserve(c, p, mine, before, plan.Result.Decisions(), now, reservationTimeout)
+			// The hub's default timeout: within one simulation nothing expires.
+			placement.Reserve(c, p, mine, before, plan.Result.Decisions(), now, placement.DefaultReservationTimeout)
 			for _, d := range existing[key] {
 				c.DeleteDecision(d.Namespace, d.Name)
 			}
