@@ -36,7 +36,11 @@ type ClustersOptions struct {
 	Output *output.Flags
 	// Files are fleet files to read instead of the hub.
 	Files []string
-	Now   func() time.Time
+	// InventoryStaleAfter is the hub's --inventory-stale-after: an inventory older than it is
+	// marked stale. The hub publishes it nowhere, so the caller passes it; zero is the hub's
+	// default, fleetfitv1alpha1.DefaultInventoryStaleAfter.
+	InventoryStaleAfter time.Duration
+	Now                 func() time.Time
 }
 
 func newClustersCommand(flags *clientopts.Flags) *cobra.Command {
@@ -49,21 +53,31 @@ func newClustersCommand(flags *clientopts.Flags) *cobra.Command {
 allocatable cpu and memory, GPUs free/allocatable by model, notable node features, the
 age of the inventory, and how the agent runs: as OCM's fleetfit-agent add-on, with the health
 OCM gives it (add-on available, unhealthy or unreachable), "installed" without the add-on, or
-"none". Free amounts count only schedulable nodes. An inventory older than the
-hub's default --inventory-stale-after (10m) is marked stale: the cluster keeps the decisions
-it has, and gets no new ones until its agent reports again.`,
+"none". Free amounts count only schedulable nodes.
+
+An inventory older than --inventory-stale-after is marked stale: the hub keeps the cluster's
+decisions, and gives it no new ones until its agent reports again. The hub does not publish
+the threshold it runs with, so this command cannot read it: the flag's default is the hub's
+default (10m); when fleetfit-hub runs with another --inventory-stale-after, pass the same
+value here.`,
 		Example: `  fleetfit get clusters --kubeconfig hub.kubeconfig
+  fleetfit get clusters --kubeconfig hub.kubeconfig --inventory-stale-after 30m
   fleetfit get clusters -f deploy/examples/fleet.yaml -o wide`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.Output.Validate(); err != nil {
 				return err
 			}
+			if o.InventoryStaleAfter <= 0 {
+				return fmt.Errorf("--inventory-stale-after must be positive, not %s", o.InventoryStaleAfter)
+			}
 			return o.Run(c.Context(), c.OutOrStdout())
 		},
 	}
 	o.Output = output.AddFlags(c, output.Table, output.Wide, output.YAML, output.JSON)
 	c.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "fleet files to read instead of the hub (see fleetfit simulate --help)")
+	c.Flags().DurationVar(&o.InventoryStaleAfter, "inventory-stale-after", fleetfitv1alpha1.DefaultInventoryStaleAfter,
+		"the --inventory-stale-after fleetfit-hub runs with: an inventory older than this is marked stale")
 	return c
 }
 
@@ -118,7 +132,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 				gpus(st),
 				machines(st, wide),
 				features(st, wide),
-				inventoryAge(st.ObservedAt.Time, now),
+				inventoryAge(st.ObservedAt.Time, now, o.staleAfter()),
 			)
 		}
 		row = append(row, o.agent(c, inv))
@@ -164,11 +178,19 @@ func (o *ClustersOptions) agent(c *clusterv1.ManagedCluster, inv *fleetfitv1alph
 	return "none"
 }
 
-// inventoryAge is how old the inventory is, marked stale past the hub's default
-// --inventory-stale-after: the cluster keeps its decisions but gets no new ones.
-func inventoryAge(observed, now time.Time) string {
+// staleAfter is the hub's --inventory-stale-after as the caller gave it, or its default.
+func (o *ClustersOptions) staleAfter() time.Duration {
+	if o.InventoryStaleAfter > 0 {
+		return o.InventoryStaleAfter
+	}
+	return fleetfitv1alpha1.DefaultInventoryStaleAfter
+}
+
+// inventoryAge is how old the inventory is, marked stale past the hub's
+// --inventory-stale-after (staleAfter): the cluster keeps its decisions but gets no new ones.
+func inventoryAge(observed, now time.Time, staleAfter time.Duration) string {
 	age := output.Age(observed, now) + " ago"
-	if now.Sub(observed) > framework.InventoryStaleAfter {
+	if now.Sub(observed) > staleAfter {
 		age += " (stale)"
 	}
 	return age

@@ -124,3 +124,46 @@ func TestAgentColumn(t *testing.T) {
 		})
 	}
 }
+
+// TestGetClustersStaleAfter: an inventory is marked stale past the threshold the command is
+// given as the hub's --inventory-stale-after, the hub's default when it is given none.
+func TestGetClustersStaleAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	observed := now.Add(-20 * time.Minute)
+	cases := map[string]struct {
+		staleAfter time.Duration
+		want       string
+	}{
+		"the hub's default":          {want: "20m ago (stale)"},
+		"a hub that waits 30m":       {staleAfter: 30 * time.Minute, want: "20m ago"},
+		"a hub that waits 5m":        {staleAfter: 5 * time.Minute, want: "20m ago (stale)"},
+		"exactly the hub's 20m wait": {staleAfter: 20 * time.Minute, want: "20m ago"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := &ClustersOptions{InventoryStaleAfter: tc.staleAfter}
+			if got := inventoryAge(observed, now, o.staleAfter()); got != tc.want {
+				t.Errorf("inventoryAge = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGetClustersStaleAfterFlag: the flag's default is the hub's, and a threshold that is not
+// positive is refused.
+func TestGetClustersStaleAfterFlag(t *testing.T) {
+	c := newClustersCommand(nil)
+	f := c.Flags().Lookup("inventory-stale-after")
+	if f == nil {
+		t.Fatal("get clusters has no --inventory-stale-after")
+	}
+	if want := fleetfitv1alpha1.DefaultInventoryStaleAfter.String(); f.DefValue != want {
+		t.Errorf("--inventory-stale-after defaults to %s, want the hub's %s", f.DefValue, want)
+	}
+	c.SetArgs([]string{"--inventory-stale-after", "0s"})
+	c.SetOut(&stdbytes.Buffer{})
+	c.SetErr(&stdbytes.Buffer{})
+	if err := c.Execute(); err == nil || !strings.Contains(err.Error(), "--inventory-stale-after must be positive") {
+		t.Errorf("Execute with --inventory-stale-after 0s = %v, want it refused", err)
+	}
+}
