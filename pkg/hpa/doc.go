@@ -44,28 +44,52 @@
 //
 // # Adding a requirement kind
 //
-// A new kind of requirement touches four places and no other:
+// A kind that is an amount or a label on a node, as resources and features
+// are, touches four places:
 //
 //  1. The API type and its validation: a field of ResourceRequirement in
-//     pkg/apis/fleetfit/v1alpha1, its CRD markers and CEL rules, and the same
-//     rules in pkg/apis/fleetfit/v1alpha1/validation (for clients that skip
-//     admission, such as fleet files).
+//     pkg/apis/fleetfit/v1alpha1 (hpaintent_types.go), its CRD markers and CEL
+//     rules, the same rules in pkg/apis/fleetfit/v1alpha1/validation
+//     (requirement.go, for clients that skip admission, such as fleet files),
+//     and make generate (deepcopy, manifests/crds/hub).
 //  2. This package: resolve the field into Consumer (mandatory) or
-//     OptionalRequirement (optional), and make Compile put it into the
-//     consumer's and its pod's inventory.Request (podRequest sums or joins
-//     it over the pod's containers).
+//     OptionalRequirement (optional) in resolve.go; say in pod.go which other
+//     kinds may share a pod with it; make Compile (compile.go) put it into the
+//     consumer's and its pod's inventory.Request (podRequest sums or joins it
+//     over the pod's containers); and check it against the workload's
+//     manifests in workload.go when it constrains them.
 //  3. pkg/inventory: what the Request asks of a node, so that View and
 //     Allocation answer fit questions with it, never over-estimating a
 //     cluster.
-//  4. pkg/mutation: what the delivered pod template gets so that the spoke's
-//     scheduler puts the pods where the hub found room.
+//  4. pkg/mutation (consumer.go): what the delivered pod template gets so
+//     that the spoke's scheduler puts the pods where the hub found room.
 //
 // The scheduler, its plugins and the controllers read only Intent (its Pods)
-// and inventory.Request, so they need no change, with one exception for a
-// kind that is not an amount on a node: a reservation is seen through the
-// cluster's requested totals, so such a kind adds a pseudo resource to
-// Consumer.Amounts (and so Pod.Amounts) and framework.RequestedTotals, as
-// machine types do (inventory.MachineResourceName, counted from the types'
-// usage.used), and HardwareFit words its shortage
-// (framework.ClusterInfo.FitsHardware).
+// and inventory.Request, so for such a kind they need no change.
+//
+// A kind that is not an amount on a node touches more; machine types, the
+// one such kind so far, touched each of these (besides the four above and the
+// spoke's own MachineGroup controllers):
+//
+//   - What the cluster reports: a field of ClusterInventoryStatus
+//     (clusterinventory_types.go), the agent that fills it (pkg/agent/reporter)
+//     and pkg/inventory reading it (machines.go beside view.go and
+//     allocation.go).
+//   - Reservations: a reservation is seen through the cluster's requested
+//     totals, so the kind adds a pseudo resource to Consumer.Amounts (and so
+//     Pod.Amounts) and to framework.RequestedTotals (reservation.go), as
+//     machine types do (inventory.MachineResourceName, counted from the
+//     types' usage.used), and pkg/controller/placement (reservations.go)
+//     records it in a restored reservation's base.
+//   - Reasons: framework.ClusterInfo.FitsHardware (hardware.go) words the
+//     shortage and says whether a decided cluster still offers the kind; the
+//     HardwareFit plugin passes that on.
+//   - Delivery beyond the pod template: pkg/controller/action
+//     (desiredwork.go) opts the namespace of a machine type's guests in to
+//     the spoke's injector, asking Consumer.MachineGuest.
+//   - What users read: pkg/cli/getcmd (a column of get clusters and get
+//     machinetypes) and pkg/simulate (fleet files that carry what the
+//     cluster reports).
+//   - Test builders in pkg/util/testing (MakeMachineTypeRequirement and the
+//     reported types and groups).
 package hpa
