@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -130,7 +131,7 @@ func Handler(fleet FleetSource, authz authorizer.Authorizer, opts HandlerOptions
 			return
 		case r.Context().Err() != nil:
 			// The caller left: nobody reads an answer.
-			logger.V(4).Info("Stopped an allocation candidates search whose caller left", "query", r.URL.RawQuery)
+			logger.V(logs.Debug).Info("Stopped an allocation candidates search whose caller left", "query", r.URL.RawQuery)
 			return
 		default:
 			w.Header().Set("Retry-After", "1")
@@ -138,7 +139,7 @@ func Handler(fleet FleetSource, authz authorizer.Authorizer, opts HandlerOptions
 				"the search did not finish within %s: retry later, or give a small limit or fewer numbered groups", opts.Timeout))
 			return
 		}
-		logger.V(4).Info("Served allocation candidates", "query", r.URL.RawQuery, "candidates", len(resp.AllocationRequests))
+		logger.V(logs.Debug).Info("Served allocation candidates", "query", r.URL.RawQuery, "candidates", len(resp.AllocationRequests))
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		_ = json.NewEncoder(w).Encode(resp)
