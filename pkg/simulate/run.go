@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,7 +23,6 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
-	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins/hardwarefit"
 )
 
 // Options tune a simulation.
@@ -77,6 +75,9 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 	}
 	now := opts.Now
 	c := cache.New()
+	if f.fromFiles {
+		c.SetNoInventoryReason(filesNoInventory)
+	}
 	c.Load(f.Objects)
 	scores := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	for _, o := range f.Scores {
@@ -178,9 +179,6 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		}
 		out.Placements = append(out.Placements, r)
 	}
-	if f.fromFiles {
-		sayFilesLackInventory(out)
-	}
 	return out, nil
 }
 
@@ -244,29 +242,6 @@ func keepDecisions(e *scheduler.Explanation, kept []clusterv1beta1.PlacementDeci
 // filesNoInventory says it of a fleet read from files, where it means the files describe no
 // nodes of the cluster.
 const filesNoInventory = "the fleet files have no Nodes (marked " + ClusterLabel + ") and no ClusterInventory for this cluster: add them to schedule hardware requirements there"
-
-// sayFilesLackInventory rewords, for a fleet read from files, what the hub says of a cluster
-// without an inventory, in the explanation and in the placement's and intents' conditions.
-func sayFilesLackInventory(res *Result) {
-	for i := range res.Placements {
-		r := &res.Placements[i]
-		if e := r.Explanation; e != nil {
-			for j := range e.Clusters {
-				e.Clusters[j].Reason = strings.ReplaceAll(e.Clusters[j].Reason, hardwarefit.NoInventory, filesNoInventory)
-			}
-		}
-		for j := range r.Placement.Status.Conditions {
-			c := &r.Placement.Status.Conditions[j]
-			c.Message = strings.ReplaceAll(c.Message, hardwarefit.NoInventory, filesNoInventory)
-		}
-	}
-	for _, in := range res.Intents {
-		for j := range in.Status.Conditions {
-			c := &in.Status.Conditions[j]
-			c.Message = strings.ReplaceAll(c.Message, hardwarefit.NoInventory, filesNoInventory)
-		}
-	}
-}
 
 // intentsOf returns the valid intents of p (pointers into all, so their status can be updated
 // in place), or why the placement is not scheduled: an intent of it is invalid. A simulation

@@ -55,6 +55,8 @@ type Cache struct {
 	reservationEpoch uint64
 	// staleAfter is how old an inventory may be and still describe its cluster.
 	staleAfter time.Duration
+	// noInventory is why a cluster without an inventory is not chosen, when not the hub's.
+	noInventory string
 
 	// snap is the last snapshot, nil when the next must be built anew; infosChanged and
 	// decidedChanged name the clusters and placements that changed since snap in ways that
@@ -97,6 +99,19 @@ func (c *Cache) SetInventoryStaleAfter(d time.Duration) {
 	defer c.mu.Unlock()
 	if d > 0 && d != c.staleAfter {
 		c.staleAfter = d
+		clear(c.infos)
+		c.changed()
+	}
+}
+
+// SetNoInventoryReason sets why a cluster without a ClusterInventory (and without the agent
+// add-on) is not chosen, in place of framework.NoInventory: a fleet read from files words it
+// for files. Call it before the first snapshot.
+func (c *Cache) SetNoInventoryReason(reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if reason != c.noInventory {
+		c.noInventory = reason
 		clear(c.infos)
 		c.changed()
 	}
@@ -180,6 +195,7 @@ func (c *Cache) info(name string) *framework.ClusterInfo {
 		info = framework.NewClusterInfo(c.clusters[name], c.scores[name], c.inventories[name])
 		info.Reservations = c.reservations[name]
 		info.StaleAfter = c.staleAfter
+		info.NoInventoryReason = c.noInventory
 		c.infos[name] = info
 	}
 	return info

@@ -34,6 +34,9 @@ func AgentAddOn(c *clusterv1.ManagedCluster) (health string, enabled bool) {
 func (c *ClusterInfo) noInventory() string {
 	health, enabled := AgentAddOn(c.Cluster)
 	if !enabled {
+		if c.NoInventoryReason != "" {
+			return c.NoInventoryReason
+		}
 		return NoInventory
 	}
 	if health == AddOnAvailable {

@@ -37,6 +37,9 @@ type ClusterInfo struct {
 	// StaleAfter is how old Inventory may be and still describe the cluster (see
 	// InventoryFresh); NewClusterInfo sets InventoryStaleAfter.
 	StaleAfter time.Duration
+	// NoInventoryReason, when set, is why a cluster without Inventory or agent add-on is not
+	// chosen, in place of NoInventory: a fleet read from files lacks files, not an agent.
+	NoInventoryReason string
 }
 
 // NewClusterInfo builds the info for a cluster.
