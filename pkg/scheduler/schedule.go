@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -220,7 +221,7 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 			return res
 		}
 		if st.Code() == framework.Warning {
-			logger.V(2).Info("Prioritizer warning", "prioritizer", c.name, "message", st.Message())
+			logger.V(logs.Changes).Info("Prioritizer warning", "prioritizer", c.name, "message", st.Message())
 		}
 		res.mergeStatus(st)
 		w := int64(c.weight)

@@ -16,6 +16,7 @@ import (
 	ocmcelcommon "open-cluster-management.io/sdk-go/pkg/cel/common"
 	ocmcellibrary "open-cluster-management.io/sdk-go/pkg/cel/library"
 
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
 
@@ -193,7 +194,7 @@ func (e *celEvaluator) evaluate(ctx context.Context, logger klog.Logger, p *celP
 		}
 		budget -= int64(cost)
 		if err != nil {
-			logger.V(logLevelEval).Info("CEL expression failed", "cluster", cluster.Name, "expression", p.expressions[k], "err", err)
+			logger.V(logs.Debug).Info("CEL expression failed", "cluster", cluster.Name, "expression", p.expressions[k], "err", err)
 			out.failed, out.cause = k, "failed: "+err.Error()
 			return out
 		}

@@ -19,10 +19,6 @@ import (
 // Name is the plugin's name in the registry.
 const Name = "Predicate"
 
-// logLevelEval logs CEL expressions that fail to evaluate for a cluster; there may be one line
-// per cluster and cycle.
-const logLevelEval = 4
-
 // Predicate filters clusters by the placement's predicates. One instance serves every
 // placement; Filter may run concurrently for different placements.
 type Predicate struct {
