@@ -9,11 +9,10 @@ import (
 	"runtime"
 	"time"
 
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	"github.com/fleetfit/fleetfit/pkg/hubauth"
 	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 )
@@ -63,12 +62,15 @@ func DefaultHandlerOptions() HandlerOptions {
 	return HandlerOptions{Limits: lim, MaxConcurrent: DefaultMaxConcurrent, Timeout: DefaultTimeout}
 }
 
-// Handler serves GET /allocation_candidates. The caller needs "list" on managedclusters: the
-// answer names clusters and describes their nodes. A bad query, or one that needs more than
+// listClusters is what a query needs: the answer names clusters and describes their nodes.
+var listClusters = hubauth.Access{Verb: "list", Group: clusterv1.GroupName, Version: "v1", Resource: "managedclusters"}
+
+// Handler serves GET /allocation_candidates. The caller needs "list" on managedclusters
+// (door answers for the endpoint when not). A bad query, or one that needs more than
 // opts.Limits.WorkBudget, is a 400 naming the parameter or what to change; a query that finds
 // no turn or does not finish within opts.Timeout is a 503 with Retry-After. A search stops as
 // soon as its caller leaves.
-func Handler(fleet FleetSource, authz authorizer.Authorizer, opts HandlerOptions) http.Handler {
+func Handler(fleet FleetSource, door *hubauth.Door, opts HandlerOptions) http.Handler {
 	d := DefaultHandlerOptions()
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = d.MaxConcurrent
@@ -83,21 +85,7 @@ func Handler(fleet FleetSource, authz authorizer.Authorizer, opts HandlerOptions
 			writeError(w, http.StatusMethodNotAllowed, "only GET is served")
 			return
 		}
-		u, ok := request.UserFrom(r.Context())
-		if !ok {
-			writeError(w, http.StatusUnauthorized, "unauthenticated")
-			return
-		}
-		decision, reason, err := authz.Authorize(r.Context(), authorizer.AttributesRecord{
-			User: u, Verb: "list", ResourceRequest: true,
-			APIGroup: clusterv1.GroupName, APIVersion: "v1", Resource: "managedclusters",
-		})
-		if err != nil || decision != authorizer.DecisionAllow {
-			msg := fmt.Sprintf("user %q cannot list managedclusters", u.GetName())
-			if reason != "" {
-				msg += ": " + reason
-			}
-			writeError(w, http.StatusForbidden, msg)
+		if !door.Allow(w, r, listClusters) {
 			return
 		}
 		q, err := ParseQuery(r.URL.RawQuery)

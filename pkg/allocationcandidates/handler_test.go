@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/fleetfit/fleetfit/pkg/hubauth"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
@@ -36,7 +37,8 @@ func TestHandler(t *testing.T) {
 		}
 		return authorizer.DecisionNoOpinion, "", nil
 	})
-	h := Handler(fleet, authz, HandlerOptions{})
+	door := hubauth.New(nil, authz)
+	h := Handler(fleet, door, HandlerOptions{})
 	// Seven one-core groups on eight nodes: 8^7 combinations.
 	seven := "group_policy=none"
 	for i := 1; i <= 7; i++ {
@@ -68,7 +70,7 @@ func TestHandler(t *testing.T) {
 		t.Run(title, func(t *testing.T) {
 			h := h
 			if tc.opts != nil {
-				h = Handler(fleet, authz, *tc.opts)
+				h = Handler(fleet, door, *tc.opts)
 			}
 			r := httptest.NewRequestWithContext(t.Context(), tc.method, Path+"?"+tc.query, nil)
 			if tc.user != "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
+	"github.com/fleetfit/fleetfit/pkg/hubauth"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -50,7 +51,7 @@ func newFakeHub() *fakeHub {
 		Kube:     kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fakeProject}}),
 		Fleetfit: f.fleetfit,
 		Cluster:  clusterfake.NewSimpleClientset(),
-	}, allowAll{})
+	}, hubauth.New(nil, allowAll{}))
 	return f
 }
 

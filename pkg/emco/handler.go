@@ -6,21 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
+	"github.com/fleetfit/fleetfit/pkg/hubauth"
 	"github.com/fleetfit/fleetfit/pkg/logs"
 )
 
@@ -48,7 +45,7 @@ type Clients struct {
 // Handler serves the API. Make it with New.
 type Handler struct {
 	clients Clients
-	authz   authorizer.Authorizer
+	door    *hubauth.Door
 	mux     *http.ServeMux
 	// locks make this hub's changes of one intent one at a time.
 	locks intentLocks
@@ -60,10 +57,10 @@ type Handler struct {
 	conflictTimeout time.Duration
 }
 
-// New returns the handler. authz authorises each request as its caller,
-// whom the hub's authentication filter has put in the request's context.
-func New(clients Clients, authz authorizer.Authorizer) *Handler {
-	h := &Handler{clients: clients, authz: authz, mux: http.NewServeMux(), backoff: conflictBackoff, conflictTimeout: conflictTimeout}
+// New returns the handler. door authorises each request as its caller, whom
+// the door's authentication has put in the request's context.
+func New(clients Clients, door *hubauth.Door) *Handler {
+	h := &Handler{clients: clients, door: door, mux: http.NewServeMux(), backoff: conflictBackoff, conflictTimeout: conflictTimeout}
 	routes := []struct {
 		method, path, verb string
 		serve              func(context.Context, scope, *http.Request) (int, any, error)
@@ -123,7 +120,7 @@ func (s scope) holds(in *v1alpha1.HPAIntent) bool {
 	return true
 }
 
-// serve authorises a request as the caller the hub's authentication filter
+// serve authorises a request as the caller the door's authentication
 // found, checks its path and project, runs serve and writes what it returns:
 // a body with a status code, or an error.
 func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Request) (int, any, error)) http.Handler {
@@ -132,7 +129,7 @@ func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Re
 		s := scopeOf(r)
 		logger := klog.FromContext(ctx).WithValues("method", r.Method, "path", r.URL.Path)
 		code, body, err := func() (int, any, error) {
-			if err := h.authorize(ctx, verb, s); err != nil {
+			if err := h.door.Check(ctx, access(verb, s)); err != nil {
 				return 0, nil, err
 			}
 			if err := s.checkNames(); err != nil {
@@ -151,7 +148,11 @@ func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Re
 			return serve(ctx, s, r)
 		}()
 		var own *Error
+		var refused *hubauth.Refusal
 		switch {
+		case errors.As(err, &refused):
+			// The door has logged why.
+			refused.Write(w, r)
 		case errors.As(err, &own):
 			logger.V(logs.Debug).Info("Refused EMCO request", "status", own.Code, "message", own.Message)
 			http.Error(w, own.Message, own.Code)
@@ -170,27 +171,15 @@ func (h *Handler) serve(verb string, serve func(context.Context, scope, *http.Re
 	})
 }
 
-// authorize refuses a request without credentials (401) and one whose caller
-// may not use verb on the project's hpaintents (403).
-func (h *Handler) authorize(ctx context.Context, verb string, s scope) error {
-	u, ok := request.UserFrom(ctx)
-	if !ok || u.GetName() == user.Anonymous || slices.Contains(u.GetGroups(), user.AllUnauthenticated) {
-		return errorf(http.StatusUnauthorized, "Unauthorized: present a bearer token or a client certificate the hub accepts")
-	}
+// access is what a request with verb needs: verb on the project's hpaintents,
+// on the scope's intent unless verb is for all of them (create, list).
+func access(verb string, s scope) hubauth.Access {
 	name := s.intent
 	if verb == "create" || verb == "list" {
 		name = ""
 	}
-	decision, reason, err := h.authz.Authorize(ctx, authorizer.AttributesRecord{
-		User: u, Verb: verb, Namespace: s.project, Name: name, ResourceRequest: true,
-		APIGroup: v1alpha1.SchemeGroupVersion.Group, APIVersion: v1alpha1.SchemeGroupVersion.Version, Resource: "hpaintents",
-	})
-	if err != nil || decision != authorizer.DecisionAllow {
-		msg := fmt.Sprintf("user %q cannot %s hpaintents.%s in the namespace of project %q", u.GetName(), verb, v1alpha1.SchemeGroupVersion.Group, s.project)
-		if reason != "" {
-			msg += ": " + reason
-		}
-		return errorf(http.StatusForbidden, "%s", msg)
+	return hubauth.Access{
+		Verb: verb, Group: v1alpha1.SchemeGroupVersion.Group, Version: v1alpha1.SchemeGroupVersion.Version,
+		Resource: "hpaintents", Namespace: s.project, Name: name,
 	}
-	return nil
 }

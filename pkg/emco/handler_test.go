@@ -16,6 +16,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	fleetfitfake "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned/fake"
+	"github.com/fleetfit/fleetfit/pkg/hubauth"
 )
 
 // allowEditor allows the user "editor" everything on hpaintents, and nobody anything else.
@@ -37,7 +38,7 @@ func TestRequestsBeforeTheIntent(t *testing.T) {
 	h := New(Clients{
 		Kube:     kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "proj"}}),
 		Fleetfit: fleetfitfake.NewSimpleClientset(),
-	}, allowEditor{seen: &seen})
+	}, hubauth.New(nil, allowEditor{seen: &seen}))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch name := r.Header.Get("X-Test-User"); name {
 		case "":
@@ -59,7 +60,7 @@ func TestRequestsBeforeTheIntent(t *testing.T) {
 	}{
 		"no user":               {method: http.MethodGet, path: intents, want: http.StatusUnauthorized, wantMessage: "Unauthorized"},
 		"anonymous":             {user: user.Anonymous, method: http.MethodGet, path: intents, want: http.StatusUnauthorized, wantMessage: "Unauthorized"},
-		"not allowed":           {user: "mallory", method: http.MethodGet, path: intents, want: http.StatusForbidden, wantMessage: `user "mallory" cannot list hpaintents.fleetfit.io in the namespace of project "proj": no rule`, wantVerb: "list"},
+		"not allowed":           {user: "mallory", method: http.MethodGet, path: intents, want: http.StatusForbidden, wantMessage: `user \"mallory\" cannot list hpaintents.fleetfit.io in the namespace \"proj\": no rule`, wantVerb: "list"},
 		"not allowed to add":    {user: "mallory", method: http.MethodPost, path: intents + "/i/hpa-resource-consumers", body: "{}", want: http.StatusForbidden, wantVerb: "update"},
 		"not allowed to delete": {user: "mallory", method: http.MethodDelete, path: intents + "/i", want: http.StatusForbidden, wantVerb: "delete"},
 		"no such project":       {user: "editor", method: http.MethodGet, path: strings.Replace(intents, "/proj/", "/other/", 1), want: http.StatusNotFound, wantMessage: `project "other" not found`, wantVerb: "list"},

@@ -183,7 +183,7 @@ func (h *Handler) putIntent(ctx context.Context, s scope, r *http.Request) (int,
 			return 0, nil, err
 		}
 		// A PUT that creates the intent needs the right to create it.
-		if err := h.authorize(ctx, "create", s); err != nil {
+		if err := h.door.Check(ctx, access("create", s)); err != nil {
 			return 0, nil, err
 		}
 		return h.newIntent(ctx, s, body)

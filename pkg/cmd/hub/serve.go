@@ -6,14 +6,11 @@ import (
 	"net"
 	"net/http"
 	goruntime "runtime"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/server"
@@ -25,14 +22,15 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/allocationcandidates"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
 	"github.com/fleetfit/fleetfit/pkg/emco"
+	"github.com/fleetfit/fleetfit/pkg/hubauth"
 )
 
 // ServingOptions configure the hub's HTTPS endpoint: explain and dry-run under
 // /debug/placements/, allocation candidates under /allocation_candidates, EMCO's HPA intent
 // API under /v2/, Prometheus metrics under /metrics, Go's profiles under /debug/pprof/
-// (--profiling), and /healthz. Callers are authenticated by the hub API server (client
-// certificates and TokenReview) and authorised with SubjectAccessReviews, as kube-scheduler's
-// secure port does.
+// (--profiling), and /healthz. Callers of all but /healthz pass one door (package hubauth):
+// they are authenticated by the hub API server (client certificates and TokenReview) and
+// authorised with SubjectAccessReviews, as kube-scheduler's secure port does.
 type ServingOptions struct {
 	SecureServing  *options.SecureServingOptions
 	Authentication *options.DelegatingAuthenticationOptions
@@ -97,45 +95,46 @@ func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *pla
 		return fmt.Errorf("delegated authorization: %w", err)
 	}
 
-	// Errors (401, 403) are written as a metav1.Status, which the scheme must know.
-	scheme := runtime.NewScheme()
-	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-	codecs := serializer.NewCodecFactory(scheme)
-	resolver := &apirequest.RequestInfoFactory{APIPrefixes: nil, GrouplessAPIPrefixes: nil}
+	// Every endpoint but /healthz is behind one door: a caller without credentials gets 401,
+	// one without the right 403 naming the verb and resource, both as a metav1.Status.
+	door := hubauth.New(authn.Authenticator, authz.Authorizer)
+	// A path that is no resource needs its method on the path (RBAC's nonResourceURLs), as
+	// on the Kubernetes API server.
+	onPath := func(r *http.Request) hubauth.Access {
+		return hubauth.Access{Verb: strings.ToLower(r.Method), Path: r.URL.Path}
+	}
+	endpoints := http.NewServeMux()
+	endpoints.Handle("/metrics", door.Require(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), onPath))
+	if s.Profiling {
+		profiles := apimux.NewPathRecorderMux("fleetfit-hub-profiling")
+		routes.Profiling{}.Install(profiles)
+		endpoints.Handle("/debug/pprof/", door.Require(profiles, onPath))
+		if s.ContentionProfiling {
+			goruntime.SetBlockProfileRate(1)
+		}
+	}
+	// Explain and dry-run need rights on the placement they read, or the one posted.
+	endpoints.Handle(placement.DebugPath, ctrl.DebugHandler(door))
+	// EMCO's API needs rights on the project's hpaintents; then it acts as the hub.
+	endpoints.Handle(emco.BasePath, emco.New(emcoClients, door))
+	// Allocation candidates need "list" on managedclusters.
+	endpoints.Handle(allocationcandidates.Path, allocationcandidates.Handler(ctrl.Fleet, door, s.AllocationCandidates))
 
-	general := http.NewServeMux()
-	general.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	// /healthz fails when the scheduler is stuck (placements wait and no cycle finishes), so
-	// that a liveness probe restarts it; an idle scheduler, or a replica that is not the
-	// leader, is healthy.
-	general.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux := http.NewServeMux()
+	// /healthz answers anyone, as a liveness probe comes without credentials. It fails when the
+	// scheduler is stuck (placements wait and no cycle finishes), so that the probe restarts it;
+	// an idle scheduler, or a replica that is not the leader, is healthy.
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := ctrl.Healthy(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	if s.Profiling {
-		profiles := apimux.NewPathRecorderMux("fleetfit-hub-profiling")
-		routes.Profiling{}.Install(profiles)
-		general.Handle("/debug/pprof/", profiles)
-		if s.ContentionProfiling {
-			goruntime.SetBlockProfileRate(1)
-		}
-	}
-	authorised := genericapifilters.WithAuthorization(general, authz.Authorizer, codecs)
-
-	mux := http.NewServeMux()
-	// The debug handler authorises each request itself, against the placement it reads.
-	mux.Handle(placement.DebugPath, ctrl.DebugHandler(authz.Authorizer))
-	// So does EMCO's API, against the project's hpaintents; then it acts as the hub.
-	mux.Handle(emco.BasePath, emco.New(emcoClients, authz.Authorizer))
-	// Allocation candidates need "list" on managedclusters, checked by the handler.
-	mux.Handle(allocationcandidates.Path, allocationcandidates.Handler(ctrl.Fleet, authz.Authorizer, s.AllocationCandidates))
-	mux.Handle("/", authorised)
+	mux.Handle("/", door.Authenticate(endpoints))
+	resolver := &apirequest.RequestInfoFactory{APIPrefixes: nil, GrouplessAPIPrefixes: nil}
 
 	var handler http.Handler = mux
-	handler = genericapifilters.WithAuthentication(handler, authn.Authenticator, genericapifilters.Unauthorized(codecs), nil, nil)
 	handler = genericapifilters.WithRequestInfo(handler, resolver)
 	handler = genericfilters.WithPanicRecovery(handler, resolver)
 	_, _, err := serving.Serve(handler, 0, ctx.Done())

@@ -13,13 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hubauth"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 )
 
@@ -37,10 +37,10 @@ type DebugResult struct {
 	PlacementDecisions    []clusterv1beta1.PlacementDecision `json:"placementDecisions,omitempty"`
 }
 
-// DebugHandler serves explain and dry-run. Every request is authorised with a
-// SubjectAccessReview for the user the authentication filter put in the request context:
-// explaining needs "get" on the placement, a dry run "create" on placements in its namespace.
-func (c *Controller) DebugHandler(authz authorizer.Authorizer) http.Handler {
+// DebugHandler serves explain and dry-run. door authorises every request for the caller its
+// authentication found: explaining needs "get" on the placement, a dry run "create" on
+// placements in its namespace, which only its body says.
+func (c *Controller) DebugHandler(door *hubauth.Door) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		logger := klog.FromContext(r.Context())
 		var p *clusterv1beta1.Placement
@@ -53,7 +53,7 @@ func (c *Controller) DebugHandler(authz authorizer.Authorizer) http.Handler {
 				writeJSON(w, http.StatusBadRequest, DebugResult{Explanation: scheduler.Explanation{Error: "expected " + DebugPath + "<namespace>/<name>"}})
 				return
 			}
-			if !c.allowed(w, r, authz, verb, ns, name) {
+			if !door.Allow(w, r, placementAccess(verb, ns, name)) {
 				return
 			}
 			var err error
@@ -75,7 +75,7 @@ func (c *Controller) DebugHandler(authz authorizer.Authorizer) http.Handler {
 				writeJSON(w, http.StatusBadRequest, DebugResult{Explanation: scheduler.Explanation{Error: err.Error()}})
 				return
 			}
-			if !c.allowed(w, r, authz, verb, p.Namespace, "") {
+			if !door.Allow(w, r, placementAccess(verb, p.Namespace, "")) {
 				return
 			}
 		default:
@@ -84,30 +84,17 @@ func (c *Controller) DebugHandler(authz authorizer.Authorizer) http.Handler {
 			return
 		}
 		res := c.dryRun(r, p, intents, r.Method == http.MethodGet)
-		logger.V(4).Info("Served placement debug request", "placement", klog.KObj(p), "verb", verb)
+		logger.V(logs.Debug).Info("Served placement debug request", "placement", klog.KObj(p), "verb", verb)
 		writeJSON(w, http.StatusOK, res)
 	})
 }
 
-func (c *Controller) allowed(w http.ResponseWriter, r *http.Request, authz authorizer.Authorizer, verb, ns, name string) bool {
-	u, ok := request.UserFrom(r.Context())
-	if !ok {
-		http.Error(w, "unauthenticated", http.StatusUnauthorized)
-		return false
+// placementAccess is verb on the placement name in namespace ns, or on its placements for no name.
+func placementAccess(verb, ns, name string) hubauth.Access {
+	return hubauth.Access{
+		Verb: verb, Group: clusterv1beta1.GroupName, Version: clusterv1beta1.GroupVersion.Version,
+		Resource: "placements", Namespace: ns, Name: name,
 	}
-	decision, reason, err := authz.Authorize(r.Context(), authorizer.AttributesRecord{
-		User: u, Verb: verb, Namespace: ns, Name: name, ResourceRequest: true,
-		APIGroup: clusterv1beta1.GroupName, APIVersion: "v1beta1", Resource: "placements",
-	})
-	if err != nil || decision != authorizer.DecisionAllow {
-		msg := fmt.Sprintf("user %q cannot %s placements in namespace %q", u.GetName(), verb, ns)
-		if reason != "" {
-			msg += ": " + reason
-		}
-		writeJSON(w, http.StatusForbidden, DebugResult{Explanation: scheduler.Explanation{Error: msg}})
-		return false
-	}
-	return true
 }
 
 // dryRun schedules p against the current snapshot with explain on, and lays out the decisions

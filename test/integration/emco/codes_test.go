@@ -41,7 +41,7 @@ func TestStatusCodes(t *testing.T) {
 		unchanged bool
 	}{
 		{name: "no credentials", method: http.MethodGet, want: http.StatusUnauthorized, wantMessage: "Unauthorized"},
-		{name: "no right to list", user: stranger, method: http.MethodGet, want: http.StatusForbidden, wantMessage: `user "emco-stranger" cannot list hpaintents.fleetfit.io`},
+		{name: "no right to list", user: stranger, method: http.MethodGet, want: http.StatusForbidden, wantMessage: `user \"emco-stranger\" cannot list hpaintents.fleetfit.io`},
 		{name: "no right to create", user: viewer, method: http.MethodPost, body: intentBody, want: http.StatusForbidden, wantMessage: `cannot create hpaintents.fleetfit.io`},
 		{name: "empty list", user: viewer, method: http.MethodGet, want: http.StatusOK, wantMessage: "[]"},
 		{name: "unknown field", user: editor, method: http.MethodPost, body: `{"metadata": {"name": "x"}, "spec": {"app": "app", "color": "red"}}`, want: http.StatusBadRequest, wantMessage: `unknown field "spec.color"`},
@@ -91,7 +91,7 @@ func TestStatusCodes(t *testing.T) {
 		{name: "put intent", user: editor, method: http.MethodPut, path: intent, body: strings.Replace(intentBody, `"d"`, `"e"`, 1), want: http.StatusOK, wantMessage: `"description":"e"`},
 		{name: "delete intent", user: editor, method: http.MethodDelete, path: intent, want: http.StatusNoContent},
 		{name: "deleted intent", user: editor, method: http.MethodGet, path: intent, want: http.StatusNotFound, wantMessage: `hpa intent "app-intent" not found`},
-		{name: "put of a new intent needs create", user: updater, method: http.MethodPut, path: "/other", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusForbidden, wantMessage: `user "emco-updater" cannot create hpaintents`},
+		{name: "put of a new intent needs create", user: updater, method: http.MethodPut, path: "/other", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusForbidden, wantMessage: `user \"emco-updater\" cannot create hpaintents`},
 		{name: "a name that is no namespace's", user: "admin", method: http.MethodGet, path: "@No_Project/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig1/hpa-intents", want: http.StatusNotFound, wantMessage: `project "No_Project" not found`},
 		{name: "put new intent", user: editor, method: http.MethodPut, path: "/other", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusCreated},
 		{name: "same name in another deployment intent group", user: editor, method: http.MethodPost, path: "@{project}/composite-apps/my-capp1/v1.0/deployment-intent-groups/my-dig2/hpa-intents", body: `{"metadata": {"name": "other"}, "spec": {"app": "app"}}`, want: http.StatusConflict, wantMessage: "under another composite app, version or deployment intent group"},
