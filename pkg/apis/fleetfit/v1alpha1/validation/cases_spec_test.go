@@ -3,6 +3,10 @@ package validation
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -103,6 +107,12 @@ func specCases() map[string]validationCase {
 		tooManyRequirements.Requirement(utiltesting.MakeResource(fmt.Sprintf("r%d", i), fmt.Sprintf("example.com/r%d", i)).Requests("1").Obj())
 	}
 	long := func(n int) string { return strings.Repeat("a", n) }
+	rescheduling := func(r v1alpha1.Rescheduling) *v1alpha1.HPAIntent {
+		in := intentWith(consumer("app").Requirement(cpu()).Obj()).Obj()
+		in.Spec.Rescheduling = &r
+		return in
+	}
+	reschedulingPath := specPath.Child("rescheduling")
 
 	return map[string]validationCase{
 		"fwall example": {
@@ -116,6 +126,26 @@ func specCases() map[string]validationCase {
 				field.Invalid(specPath.Child("placementRef", "name"), "", "should be at least 1 chars long"),
 				field.Invalid(consumer0.Child("replicas"), int64(0), "should be greater than or equal to 1"),
 			},
+		},
+		"rescheduling Never": {
+			intent: rescheduling(v1alpha1.Rescheduling{Policy: v1alpha1.ReschedulingNever}),
+		},
+		"rescheduling after 2m, 4 moves an hour": {
+			intent: rescheduling(v1alpha1.Rescheduling{UnschedulableFor: &metav1.Duration{Duration: 2 * time.Minute}, MaxMovesPerHour: ptr.To[int32](4)}),
+		},
+		"rescheduling policy unknown": {
+			intent: rescheduling(v1alpha1.Rescheduling{Policy: "Always"}),
+			want: field.ErrorList{field.NotSupported(reschedulingPath.Child("policy"), v1alpha1.ReschedulingPolicy("Always"),
+				[]string{string(v1alpha1.ReschedulingIfUnschedulable), string(v1alpha1.ReschedulingNever)})},
+		},
+		"rescheduling after 10s": {
+			intent: rescheduling(v1alpha1.Rescheduling{UnschedulableFor: &metav1.Duration{Duration: 10 * time.Second}}),
+			want: field.ErrorList{field.Invalid(reschedulingPath.Child("unschedulableFor"), "10s",
+				"unschedulableFor must be between 30s and 24h: pods wait a little while a node starts or a job ends, so a shorter time moves workloads that would have run (5m when left out)")},
+		},
+		"rescheduling no moves": {
+			intent: rescheduling(v1alpha1.Rescheduling{MaxMovesPerHour: ptr.To[int32](0)}),
+			want:   field.ErrorList{field.Invalid(reschedulingPath.Child("maxMovesPerHour"), int64(0), "should be greater than or equal to 1")},
 		},
 		"placement name too long": {
 			intent: intentWith(consumer("app").Requirement(cpu()).Obj()).Placement(long(254)).Obj(),

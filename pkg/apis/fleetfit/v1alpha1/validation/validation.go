@@ -21,6 +21,8 @@
 package validation
 
 import (
+	"time"
+
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -73,6 +75,30 @@ func validateSpec(spec *v1alpha1.HPAIntentSpec, path *field.Path) field.ErrorLis
 		errs = append(errs, validateConsumer(&spec.Consumers[i], consumersPath.Index(i))...)
 	}
 	errs = append(errs, validateUniqueNames(consumersPath, names)...)
+	errs = append(errs, validateRescheduling(spec.Rescheduling, path.Child("rescheduling"))...)
+	return errs
+}
+
+// validateRescheduling checks what the CRD's schema and rule check of spec.rescheduling.
+func validateRescheduling(r *v1alpha1.Rescheduling, path *field.Path) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch r.Policy {
+	case "", v1alpha1.ReschedulingIfUnschedulable, v1alpha1.ReschedulingNever:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("policy"), r.Policy,
+			[]string{string(v1alpha1.ReschedulingIfUnschedulable), string(v1alpha1.ReschedulingNever)}))
+	}
+	if d := r.UnschedulableFor; d != nil && (d.Duration < 30*time.Second || d.Duration > 24*time.Hour) {
+		errs = append(errs, field.Invalid(path.Child("unschedulableFor"), d.Duration.String(),
+			"unschedulableFor must be between 30s and 24h: pods wait a little while a node starts or a job ends, so a shorter time moves workloads that would have run (5m when left out)"))
+	}
+	if n := r.MaxMovesPerHour; n != nil {
+		errs = append(errs, validateMinimum(path.Child("maxMovesPerHour"), int64(*n), 1)...)
+		errs = append(errs, validateMaximum(path.Child("maxMovesPerHour"), int64(*n), 60)...)
+	}
 	return errs
 }
 
