@@ -238,7 +238,7 @@ func (c *Controller) reported(cluster string, before *framework.ClusterInfo, sou
 func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 	onIntent := func(in *fleetfitv1alpha1.HPAIntent) {
 		// The placement it names, and the one it last shaped when that differs.
-		for _, name := range sets.List(sets.New(in.Spec.PlacementRef.Name, in.Status.ScheduledPlacement).Delete("")) {
+		for _, name := range hpa.PlacementsOf(in) {
 			if p, err := c.placements.Placements(in.Namespace).Get(name); err == nil {
 				if c.started.Load() {
 					// Whether it reads reports depends on its intents.

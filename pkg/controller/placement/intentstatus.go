@@ -24,18 +24,10 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
-// defaultReservationTimeout is how long capacity promised to a new decision is held when the
-// cluster's inventory never shows the pods (the workload was not delivered, or failed).
-const defaultReservationTimeout = 5 * time.Minute
-
 // reserve records, for each cluster the placement newly decides, what its intents will use
 // there, and forgets the reservations of clusters it no longer decides.
 func (c *Controller) reserve(p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent, before []string, after []scheduler.Decision, now time.Time) {
-	timeout := c.opts.ReservationTimeout
-	if timeout <= 0 {
-		timeout = defaultReservationTimeout
-	}
-	Reserve(c.cache, p, intents, before, after, now, timeout)
+	Reserve(c.cache, p, intents, before, after, now, c.reservationTimeout())
 }
 
 // Reserve records in the cache, for each cluster that a placement's cycle newly decides (in

@@ -191,13 +191,11 @@ func addIntentIndex(informer toolscache.SharedIndexInformer) error {
 		if !ok {
 			return nil, nil
 		}
-		keys := sets.New[string]()
-		for _, name := range []string{in.Spec.PlacementRef.Name, in.Status.ScheduledPlacement} {
-			if name != "" {
-				keys.Insert(in.Namespace + "/" + name)
-			}
+		var keys []string
+		for _, name := range hpa.PlacementsOf(in) {
+			keys = append(keys, in.Namespace+"/"+name)
 		}
-		return sets.List(keys), nil
+		return keys, nil
 	}})
 }
 

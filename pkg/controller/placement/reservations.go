@@ -188,13 +188,14 @@ func RestoreReservations(c *cache.Cache, intents []*fleetfitv1alpha1.HPAIntent, 
 	return len(order)
 }
 
-// DefaultReservationTimeout is how long fleetfit-hub holds a reservation whose pods the
-// cluster's inventory never shows.
-const DefaultReservationTimeout = defaultReservationTimeout
+// DefaultReservationTimeout is how long fleetfit-hub holds capacity promised to a new
+// decision when the cluster's inventory never shows the pods (the workload was not delivered,
+// or failed).
+const DefaultReservationTimeout = 5 * time.Minute
 
 func (c *Controller) reservationTimeout() time.Duration {
 	if c.opts.ReservationTimeout > 0 {
 		return c.opts.ReservationTimeout
 	}
-	return defaultReservationTimeout
+	return DefaultReservationTimeout
 }

@@ -98,10 +98,7 @@ type Target struct {
 
 // Intent returns the compiled form of one of the target's intents.
 func (t *Target) Intent(in *fleetfitv1alpha1.HPAIntent) (*hpa.Intent, error) {
-	if t.Intents != nil {
-		return t.Intents.Intent(in)
-	}
-	return hpa.Compile(in)
+	return CompiledIntent(t.Intents, in)
 }
 
 // QueueingHint is a plugin's answer to whether an event may change its result for a placement.
