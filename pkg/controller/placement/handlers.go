@@ -254,7 +254,8 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 			// A new spec, or a new verdict of the validation controller (a status change).
 			oldValid, oldKnown := hpa.IsValid(old)
 			valid, known := hpa.IsValid(in)
-			if old.Generation != in.Generation || oldValid != valid || oldKnown != known {
+			// A move away from a cluster starts a back-off there that HardwareFit reads.
+			if old.Generation != in.Generation || oldValid != valid || oldKnown != known || backoffsChanged(old, in) {
 				onIntent(in)
 			}
 			// The placement it left must be rescheduled without it.
@@ -268,4 +269,19 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 			onIntent(in)
 		},
 	}
+}
+
+// backoffsChanged reports whether the intent moved away from a cluster, or a back-off changed:
+// what HardwareFit reads of an intent's moves (not when a move completes).
+func backoffsChanged(old, cur *fleetfitv1alpha1.HPAIntent) bool {
+	if len(old.Status.Moves) != len(cur.Status.Moves) {
+		return true
+	}
+	for i := range cur.Status.Moves {
+		o, c := &old.Status.Moves[i], &cur.Status.Moves[i]
+		if o.From != c.From || !o.BackoffUntil.Equal(&c.BackoffUntil) {
+			return true
+		}
+	}
+	return false
 }

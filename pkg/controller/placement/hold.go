@@ -37,6 +37,9 @@ const (
 	moveFollowScores = "FollowScores"
 	// moveNoLongerFeasible: the cluster no longer passes the placement's filters.
 	moveNoLongerFeasible = "NoLongerFeasible"
+	// moveUnschedulable: an HPAIntent of the placement moved away from the cluster because its
+	// pods stayed unschedulable there (status.moves), and the cluster is in its back-off.
+	moveUnschedulable = "Unschedulable"
 	// moveConstraints: a pinned cycle selected fewer of the decided clusters than it held
 	// (spread constraints).
 	moveConstraints = "Constraints"
@@ -47,7 +50,8 @@ const (
 // cluster leaves a placement only for a cause its user can name:
 //   - it no longer passes the placement's filters (its labels, claims, taints, cluster sets,
 //     or the hardware its intents require: see HardwareFit for what is checked on a decided
-//     cluster; a silent agent is not a cause);
+//     cluster; a silent agent is not a cause); this includes a cluster one of its intents
+//     moved away from because the pods stayed unschedulable there (status.moves, in back-off);
 //   - the user changed the placement or one of its intents (a new generation, or an intent
 //     new to it): the next cycle ranks every cluster as OCM does;
 //   - the user asked for it (RebalanceAnnotation);
@@ -126,8 +130,8 @@ func changedSinceScheduled(p *clusterv1beta1.Placement, intents []*fleetfitv1alp
 // recordRemovals notes the decided clusters a cycle takes away from p (in before, not in
 // after): the time, for the rate at which p may follow its scores, a metric by reason, and an
 // event that names them with the reason. why is holdStill's answer for the cycle.
-func (c *Controller) recordRemovals(p *clusterv1beta1.Placement, res *scheduler.Result, before []string, after []scheduler.Decision,
-	why string, now time.Time) {
+func (c *Controller) recordRemovals(p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent, res *scheduler.Result,
+	before []string, after []scheduler.Decision, why string, now time.Time) {
 	kept := sets.New[string]()
 	for _, d := range after {
 		kept.Insert(d.ClusterName)
@@ -140,6 +144,11 @@ func (c *Controller) recordRemovals(p *clusterv1beta1.Placement, res *scheduler.
 		reason := why
 		if !res.FeasibleCluster(name) {
 			reason = moveNoLongerFeasible
+			for _, in := range intents {
+				if _, ok := in.Status.BackedOff(name, now); ok {
+					reason = moveUnschedulable
+				}
+			}
 		} else if reason == "" {
 			reason = moveConstraints
 		}
@@ -172,6 +181,8 @@ func removalMessage(reason string) string {
 	switch reason {
 	case moveNoLongerFeasible:
 		return "no longer feasible (see explain for the filter that rejects it)"
+	case moveUnschedulable:
+		return "the workload's pods stayed unschedulable there, so its HPAIntent moves away from it (see the intent's status.moves)"
 	case movePlacementChanged:
 		return "the placement or one of its HPAIntents changed, and the new cycle ranked other clusters higher"
 	case moveRebalance:

@@ -184,7 +184,7 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 		allow := passed.Clone()
 		if !alone {
 			rejected.ForEach(func(i int) {
-				if snap.Cluster(i).HardwareFits(one, req.Key(), keep && req.Decided.Has(i), req.Now) {
+				if !backedOff(req, snap.Cluster(i).Name()) && snap.Cluster(i).HardwareFits(one, req.Key(), keep && req.Decided.Has(i), req.Now) {
 					allow.Set(i)
 				}
 			})
@@ -316,4 +316,15 @@ func onePod(req *framework.Request, snap *framework.Snapshot) bool {
 		n += len(c.Pods)
 	}
 	return n == 1
+}
+
+// backedOff reports whether an intent of the request moved away from the cluster and is in
+// its back-off: HardwareFit rejects the cluster, and no consumer counts it as a candidate.
+func backedOff(req *framework.Request, cluster string) bool {
+	for _, in := range req.Intents {
+		if _, ok := in.Status.BackedOff(cluster, req.Now); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -91,7 +91,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.cache.Forget(key)
 		return err
 	}
-	c.recordRemovals(p, plan.Result, before, plan.Result.Decisions(), why, now)
+	c.recordRemovals(p, intents, plan.Result, before, plan.Result.Decisions(), why, now)
 	c.released(plan, before, len(intents))
 	if len(intents) > 0 && plan.Result.Unscheduled > 0 {
 		// It waits for room: a reservation that lapses gives some back with no report.

@@ -46,6 +46,7 @@ package hardwarefit
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
 
@@ -71,6 +72,8 @@ var (
 	_ framework.FilterPlugin      = &HardwareFit{}
 	_ framework.ScorePlugin       = &HardwareFit{}
 	_ framework.EnqueueExtensions = &HardwareFit{}
+	_ framework.ReasonPlugin      = &HardwareFit{}
+	_ framework.RequeuePlugin     = &HardwareFit{}
 )
 
 // New creates the plugin; it takes no arguments.
@@ -92,6 +95,10 @@ type cycleState struct {
 	pods []*hpa.Pod
 	// optionalWeight is the weight of all their optional requirements.
 	optionalWeight int64
+	// backoff are the clusters the intents moved away from, in back-off at the cycle's time
+	// (see backoffs), and backoffEnds when the first of those ends.
+	backoff     map[string]backoff
+	backoffEnds time.Time
 	// misconfigured is set when an intent does not compile; Filter returns it, so that the
 	// cycle reports it where this filter stands in the profile, like any filter's verdict.
 	misconfigured *framework.Status
@@ -126,6 +133,7 @@ func prepareWith(compile func(*fleetfitv1alpha1.HPAIntent) (*hpa.Intent, error),
 			}
 		}
 	}
+	s.backoff, s.backoffEnds = backoffs(req.Intents, req.Now)
 	return s
 }
 
@@ -213,7 +221,11 @@ func (p *HardwareFit) Filter(ctx context.Context, state *framework.CycleState, s
 	key := req.Key()
 	keep := req.KeepsDecided()
 	workqueue.ParallelizeUntil(ctx, parallelism, len(idx), func(k int) {
-		ok[k] = snap.Cluster(idx[k]).HardwareFits(s.pods, key, keep && req.Decided.Has(idx[k]), req.Now)
+		info := snap.Cluster(idx[k])
+		if _, off := s.backoff[info.Name()]; off {
+			return
+		}
+		ok[k] = info.HardwareFits(s.pods, key, keep && req.Decided.Has(idx[k]), req.Now)
 	})
 	out := framework.NewBitset(candidates.Len())
 	for k, i := range idx {
@@ -232,7 +244,11 @@ func (p *HardwareFit) Reason(state *framework.CycleState, snap *framework.Snapsh
 	if s.misconfigured != nil {
 		return s.misconfigured.Message()
 	}
-	_, why := snap.Cluster(i).FitsHardware(s.pods, req.Key(), req.KeepsDecided() && req.Decided.Has(i), req.Now)
+	info := snap.Cluster(i)
+	if b, off := s.backoff[info.Name()]; off {
+		return b.why()
+	}
+	_, why := info.FitsHardware(s.pods, req.Key(), req.KeepsDecided() && req.Decided.Has(i), req.Now)
 	return why
 }
 
