@@ -1,8 +1,6 @@
 package v1alpha1
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,50 +62,6 @@ type HPAIntentSpec struct {
 	// Left out, it is IfUnschedulable with the defaults below.
 	// +optional
 	Rescheduling *Rescheduling `json:"rescheduling,omitempty"`
-}
-
-// ReschedulingPolicy says whether the hub moves an intent's workload away from
-// a cluster where its pods stay unschedulable.
-// +kubebuilder:validation:Enum=IfUnschedulable;Never
-type ReschedulingPolicy string
-
-const (
-	// ReschedulingIfUnschedulable moves the workload to another cluster when
-	// some of its pods have been unschedulable on a decided cluster for
-	// unschedulableFor, and another cluster can take it.
-	ReschedulingIfUnschedulable ReschedulingPolicy = "IfUnschedulable"
-	// ReschedulingNever leaves the workload where it is; the intent only
-	// says that pods wait.
-	ReschedulingNever ReschedulingPolicy = "Never"
-)
-
-// Defaults of Rescheduling.
-const (
-	// DefaultUnschedulableFor is how long pods wait unschedulable before the
-	// hub moves their workload: long enough for a cluster autoscaler or a
-	// finishing job to make room, as Karmada's descheduler waits.
-	DefaultUnschedulableFor = 5 * time.Minute
-	// DefaultMaxMovesPerHour bounds the moves of one intent in any hour.
-	DefaultMaxMovesPerHour = 2
-)
-
-// Rescheduling is the intent's rescheduling policy.
-// +kubebuilder:validation:XValidation:rule="!has(self.unschedulableFor) || (duration(self.unschedulableFor) >= duration('30s') && duration(self.unschedulableFor) <= duration('24h'))",message="unschedulableFor must be between 30s and 24h: pods wait a little while a node starts or a job ends, so a shorter time moves workloads that would have run (5m when left out)"
-type Rescheduling struct {
-	// policy: IfUnschedulable (the default) or Never.
-	// +optional
-	Policy ReschedulingPolicy `json:"policy,omitempty"`
-	// unschedulableFor is how long some of the pods must have been
-	// unschedulable on a cluster before the workload moves; 5m when left out,
-	// at least 30s.
-	// +optional
-	UnschedulableFor *metav1.Duration `json:"unschedulableFor,omitempty"`
-	// maxMovesPerHour bounds how many times the workload moves in any hour;
-	// 2 when left out.
-	// +optional
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=60
-	MaxMovesPerHour *int32 `json:"maxMovesPerHour,omitempty"`
 }
 
 // PlacementRef names an OCM Placement in the same namespace.
@@ -400,30 +354,6 @@ type HPAIntentStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	Moves []ClusterMove `json:"moves,omitempty"`
-}
-
-// ClusterMove is one move of an intent's workload away from a cluster.
-type ClusterMove struct {
-	// from is the cluster the workload left.
-	// +kubebuilder:validation:MaxLength=253
-	From string `json:"from"`
-	// time is when the hub decided to move.
-	Time metav1.Time `json:"time"`
-	// reason is what the cluster's agent reported: how many pods waited, for
-	// how long, and kube-scheduler's message.
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	Reason string `json:"reason,omitempty"`
-	// failures counts the moves away from this cluster in the kept history,
-	// this one included; the back-off doubles with each.
-	Failures int32 `json:"failures"`
-	// backoffUntil: the cluster is not chosen again for this intent before.
-	BackoffUntil metav1.Time `json:"backoffUntil"`
-	// completed is when the workload left the cluster: its ManifestWork there
-	// was removed once the replacement was available (or at once when none
-	// of it ran there). Until then the old cluster keeps its ManifestWork.
-	// +optional
-	Completed *metav1.Time `json:"completed,omitempty"`
 }
 
 // ClusterReservation is capacity held for an intent on a cluster it was newly
