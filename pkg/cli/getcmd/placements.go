@@ -160,7 +160,8 @@ func decidedClusters(f *simulate.Fleet) map[string][]string {
 }
 
 // intentsOf names the HPAIntents that shape a placement with their Scheduled and Delivered
-// state, as "fwall (Scheduled,Delivered)". They are the ones the scheduler reads
+// state, as "fwall (Scheduled,Delivered)", and the clusters their workloads are moving away
+// from (status.moves not completed), as "MovingFrom=cluster2". They are the ones the scheduler reads
 // (hpa.IntentsOf): on a hub (fromHub) the placement controller's, which follow the placement
 // an intent last shaped; in fleet files simulate's, which schedule each placement as on a
 // first pass.
@@ -177,6 +178,11 @@ func intentsOf(all []*fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, f
 			case c.Status == "False":
 				states = append(states, "Not"+t)
 			}
+		}
+		for _, m := range in.Status.MovingFrom() {
+			// Its pods stayed unschedulable there; the cluster keeps the workload until it is
+			// available where it moves.
+			states = append(states, "MovingFrom="+m.From)
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", in.Name, output.Or(strings.Join(states, ","), "pending")))
 	}

@@ -26,6 +26,11 @@ func TestIntentsOf(t *testing.T) {
 		in.Status.Conditions = conds
 		return in
 	}
+	moving := intent("moving", "ns", "web", "web", cond(fleetfitv1alpha1.ConditionScheduled, metav1.ConditionTrue, "Scheduled"))
+	moving.Status.Moves = []fleetfitv1alpha1.ClusterMove{
+		{From: "cluster1", Completed: &metav1.Time{Time: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)}},
+		{From: "cluster2"},
+	}
 	deleting := intent("deleting", "ns", "web", "web")
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	all := []*fleetfitv1alpha1.HPAIntent{
@@ -35,6 +40,7 @@ func TestIntentsOf(t *testing.T) {
 		intent("new", "ns", "web", ""),
 		intent("moved", "ns", "typo", "web", cond(fleetfitv1alpha1.ConditionValid, metav1.ConditionFalse, hpa.ReasonPlacementNotFound)),
 		intent("elsewhere", "other", "web", ""),
+		moving,
 		deleting,
 	}
 	p := ut.MakePlacement("web", "ns").Obj()
@@ -42,8 +48,8 @@ func TestIntentsOf(t *testing.T) {
 		fromHub bool
 		want    string
 	}{
-		"from a hub":       {fromHub: true, want: "moved (NotValid), new (pending), web (Scheduled,NotDelivered)"},
-		"from fleet files": {want: "new (pending), web (Scheduled,NotDelivered)"},
+		"from a hub":       {fromHub: true, want: "moved (NotValid), moving (Scheduled,MovingFrom=cluster2), new (pending), web (Scheduled,NotDelivered)"},
+		"from fleet files": {want: "moving (Scheduled,MovingFrom=cluster2), new (pending), web (Scheduled,NotDelivered)"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
