@@ -56,6 +56,16 @@
 // one kind, optimistic for a type whose free machines sit on nodes without
 // the features while other nodes have them.
 //
+// # Unschedulable pods
+//
+// A report also says, per HPAIntent, how many of the pods fleetfit delivered
+// kube-scheduler could not place, since when and why (SummarizeUnschedulable):
+// what the hub needs to tell a decision that failed on the cluster from one
+// that runs. It reads only pods that carry the intent labels and have no node,
+// is bounded in entries and message length, and depends only on the pods, not
+// on the order they were seen, so an unchanged cluster reports it unchanged.
+// It takes no part in fit: a View never reads it.
+//
 // The report's size depends on the number of shapes (each with a bounded
 // number of vectors), not on the number of nodes. It was computed at one
 // instant: pods scheduled since then are not in it, which the

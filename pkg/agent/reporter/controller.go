@@ -17,6 +17,12 @@
 // reports node labels of those keys too, besides its prefixes, from the next
 // report on, saying so in status.reportedLabels.
 //
+// It follows the pods that fleetfit delivered (those with the labels
+// v1alpha1.LabelIntentNamespace and LabelIntentName) that wait for a node too,
+// and reports per HPAIntent those kube-scheduler could not place
+// (status.unschedulable), so the hub can tell a decision that failed on the
+// cluster.
+//
 // With Options.MachineGroups it follows the managed cluster's MachineGroups as
 // well and reports their machine types and usage (machinegroup.Report); a
 // group's status change is reported like any other change, at most once per
@@ -130,6 +136,8 @@ type Controller struct {
 	inv     *inventoryWriter
 	// groups follows MachineGroups; nil unless Options.MachineGroups.
 	groups *machineGroups
+	// unschedulable follows the delivered pods that wait for a node.
+	unschedulable *unschedulablePods
 
 	// hub follows the cluster's own ClusterInventory for its spec; see
 	// labelKeys.
@@ -221,7 +229,10 @@ func New(clients Clients, opts Options) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding pod handler: %w", err)
 	}
-	c.synced = []cache.InformerSynced{nodes.HasSynced, pods.HasSynced}
+	if c.unschedulable, err = newUnschedulablePods(clients.Spoke, c.enqueue); err != nil {
+		return nil, err
+	}
+	c.synced = []cache.InformerSynced{nodes.HasSynced, pods.HasSynced, c.unschedulable.synced}
 	c.nodeLister = c.factory.Core().V1().Nodes().Lister()
 	if opts.MachineGroups {
 		if c.groups, err = newMachineGroups(clients.SpokeFleetfit, c.enqueue); err != nil {
@@ -257,12 +268,14 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	c.factory.Start(ctx.Done())
 	c.pods.Start(ctx.Done())
+	c.unschedulable.factory.Start(ctx.Done())
 	// The hub's informer is not waited for: a hub out of reach, or RBAC from before the
 	// agent watched its inventory, must not stop the reports. Until it syncs, the spec comes
 	// with the inventory the reporter writes.
 	c.hub.Start(ctx.Done())
 	defer c.factory.Shutdown()
 	defer c.pods.Shutdown()
+	defer c.unschedulable.factory.Shutdown()
 	defer c.hub.Shutdown()
 	if c.groups != nil {
 		// Not waited for either: machine groups join the report when their
@@ -329,6 +342,7 @@ func (c *Controller) sync(ctx context.Context) error {
 	}
 	st := &syncState{report: c.cluster.Summarize(), now: c.opts.Clock.Now()}
 	st.report.MachineGroups, st.report.OmittedMachineGroups = c.groups.report()
+	st.report.Unschedulable, st.report.OmittedUnschedulable = c.unschedulable.report()
 	if c.opts.OnReport != nil {
 		c.opts.OnReport(&st.report)
 	}

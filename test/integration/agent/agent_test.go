@@ -366,7 +366,8 @@ func waitForReport(t *testing.T, spoke kubernetes.Interface, hub fleetfitclient.
 	return inv
 }
 
-// expectedReport is pkg/inventory's report of the spoke's current objects.
+// expectedReport is pkg/inventory's report of the spoke's current objects, the
+// unschedulable pods of HPAIntents included.
 func expectedReport(ctx context.Context, spoke kubernetes.Interface) (v1alpha1.ClusterInventoryStatus, error) {
 	c, err := inventory.NewCluster(inventory.DefaultConfig())
 	if err != nil {
@@ -383,10 +384,14 @@ func expectedReport(ctx context.Context, spoke kubernetes.Interface) (v1alpha1.C
 	if err != nil {
 		return v1alpha1.ClusterInventoryStatus{}, err
 	}
+	all := make([]*corev1.Pod, len(pods.Items))
 	for i := range pods.Items {
 		c.UpsertPod(&pods.Items[i])
+		all[i] = &pods.Items[i]
 	}
-	return c.Summarize(), nil
+	st := c.Summarize()
+	st.Unschedulable, st.OmittedUnschedulable = inventory.SummarizeUnschedulable(all, v1alpha1.MaxReportedUnschedulable)
+	return st, nil
 }
 
 func totals(inv *v1alpha1.ClusterInventory, name corev1.ResourceName) v1alpha1.ResourceTotals {

@@ -136,6 +136,73 @@ type ClusterInventoryStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	OmittedMachineGroups int32 `json:"omittedMachineGroups,omitempty"`
+
+	// unschedulable are the HPAIntents delivered to the cluster some of
+	// whose pods kube-scheduler could not place: pods that carry both labels
+	// fleetfit.io/hpaintent-namespace and fleetfit.io/hpaintent-name
+	// (LabelIntentNamespace, LabelIntentName), have no node, are not being
+	// deleted, and whose PodScheduled condition is False with the reason
+	// Unschedulable. Machine-type guests count alike: a guest that waits for a
+	// machine is such a pod once the scheduler has found no node for it. A
+	// pod the scheduler has not yet tried, or holds back for another reason
+	// (a scheduling gate), is not counted.
+	//
+	// One entry per intent, sorted by intentNamespace and intentName. When
+	// more than 100 intents (MaxReportedUnschedulable) have unschedulable
+	// pods, the entries kept are those whose pods have waited longest (the oldest
+	// since, then by intent), and the others are counted in
+	// omittedUnschedulable.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Unschedulable []UnschedulableWorkload `json:"unschedulable,omitempty"`
+
+	// omittedUnschedulable counts the intents with unschedulable pods left
+	// out of unschedulable.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	OmittedUnschedulable int32 `json:"omittedUnschedulable,omitempty"`
+}
+
+// Bounds of ClusterInventoryStatus.Unschedulable.
+const (
+	// MaxReportedUnschedulable bounds the number of its entries.
+	MaxReportedUnschedulable = 100
+	// MaxUnschedulableMessage bounds the length, in bytes, of each entry's
+	// message: kube-scheduler's message lists a reason per kind of node, which
+	// this keeps whole on any cluster but a very diverse one.
+	MaxUnschedulableMessage = 512
+)
+
+// UnschedulableWorkload is what a cluster's agent reports of the pods of
+// one HPAIntent that kube-scheduler could not place there.
+type UnschedulableWorkload struct {
+	// intentNamespace is the namespace of the HPAIntent on the hub: the
+	// value of the pods' label fleetfit.io/hpaintent-namespace.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	IntentNamespace string `json:"intentNamespace"`
+	// intentName is the value of the pods' label fleetfit.io/hpaintent-name:
+	// the HPAIntent's name, or for a name longer than a label value may be,
+	// its beginning, "_" and a hash of the whole name (see LabelIntentName).
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	IntentName string `json:"intentName"`
+	// podCount is the number of the intent's pods that are unschedulable.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	PodCount int32 `json:"podCount"`
+	// since is when the one of them unschedulable longest became so: the
+	// lastTransitionTime of its PodScheduled condition, or the pod's
+	// creation when the condition has none.
+	// +required
+	Since metav1.Time `json:"since"`
+	// message is kube-scheduler's message on that pod (such as "0/4 nodes
+	// are available: 4 Insufficient nvidia.com/gpu"), cut to 512 bytes
+	// (MaxUnschedulableMessage) with a note of how much was left out.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
 }
 
 // MaxReportedMachineGroups bounds ClusterInventoryStatus.MachineGroups.
