@@ -18,6 +18,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/logs"
+	"github.com/fleetfit/fleetfit/pkg/machinegroup"
 )
 
 // ScoreName is the name of the AddOnPlacementScore the agent keeps in its
@@ -26,7 +27,7 @@ import (
 const ScoreName = "fleetfit-resources"
 
 // ResourceGPU is the NVIDIA device plugin's resource.
-const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+const ResourceGPU corev1.ResourceName = machinegroup.DefaultGPUType
 
 // scoredResources are the resources scored, in the order the scores are
 // written; each gives two scores, <prefix>Free and <prefix>FreeBestNode.
