@@ -40,6 +40,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/controller/hpaintent"
 	"github.com/fleetfit/fleetfit/pkg/controller/labelkeys"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
+	"github.com/fleetfit/fleetfit/pkg/controller/reschedule"
 	"github.com/fleetfit/fleetfit/pkg/controller/sigdecision"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/emco"
@@ -286,6 +287,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// It decides moves away from clusters where an intent's pods stay unschedulable, with a dry
+	// run of the placement's cycle on the same scheduler and cache.
+	rescheduler, err := reschedule.New(reschedule.Clients{Fleetfit: fleetfitClient, Recorder: recorder}, ocmInformers, fleetfitInformers,
+		sched, schedCache, reschedule.Options{Metrics: reschedule.NewMetrics(reg), StartupGrace: o.StartupGrace})
+	if err != nil {
+		return err
+	}
 	ocmInformers.Start(ctx.Done())
 	workInformers.Start(ctx.Done())
 	fleetfitInformers.Start(ctx.Done())
@@ -310,6 +318,7 @@ func (o *Options) Run(ctx context.Context) error {
 		wg.Go(func() { labelKeys.Run(ctx) })
 		wg.Go(func() { delivery.Run(ctx) })
 		wg.Go(func() { ctrl.Run(ctx) })
+		wg.Go(func() { rescheduler.Run(ctx) })
 		if sigDecisions != nil {
 			wg.Go(func() { sigDecisions.Run(ctx) })
 		}
