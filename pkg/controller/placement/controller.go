@@ -181,6 +181,7 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, fleetfit f
 
 // Run processes placements with the configured number of workers until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
+	go c.watchLapses(ctx)
 	workers.Loop{
 		Name: "placement", Queue: c.queue, Synced: c.synced, Sync: c.sync, Workers: c.opts.Workers,
 		// Everything is scheduled once at start: informers' add events ran before the

@@ -4,11 +4,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/inventory"
+	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	st "github.com/fleetfit/fleetfit/pkg/util/testing"
+	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestChangedSinceScheduled(t *testing.T) {
@@ -52,26 +57,41 @@ func TestChangedSinceScheduled(t *testing.T) {
 	}
 }
 
-func TestExpiryCheck(t *testing.T) {
-	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	tests := map[string]struct {
-		now  time.Time
-		d    time.Duration
-		want time.Duration
-	}{
-		"a lapse early in a round is looked at when it ends": {now: base, d: time.Second, want: expiryRound},
-		"a lapse late in a round too":                        {now: base, d: expiryRound - time.Millisecond, want: expiryRound},
-		"one just past a round's end, in the next":           {now: base.Add(10 * time.Second), d: 25 * time.Second, want: 50 * time.Second},
+// TestLapsedEvents: a reservation that lapsed during the round is an event of its cluster,
+// from the info with the reservation active to the info as it is, which may admit more; one
+// that lapsed before the round, or is still active, is not.
+func TestLapsedEvents(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
+	since := now.Add(-expiryRound)
+	node := utiltesting.MakeNode("n").Resource(corev1.ResourceCPU, "8").Obj()
+	info := func(name string, until ...time.Time) *framework.ClusterInfo {
+		in := framework.NewClusterInfo(utiltesting.MakeCluster(name).Obj(), nil, utiltesting.MakeInventory(name, now.Add(-time.Minute), []*corev1.Node{node}))
+		for _, u := range until {
+			in.Reservations = append(in.Reservations, framework.Reservation{Placement: "ns/other", Request: &inventory.Request{}, Replicas: 1, Until: u})
+		}
+		return in
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := expiryCheck(tc.now, tc.d)
-			if got != tc.want {
-				t.Errorf("expiryCheck() = %v, want %v", got, tc.want)
+	snap := framework.NewSnapshot(framework.SnapshotInput{Clusters: []*framework.ClusterInfo{
+		info("lapsed", now.Add(-10*time.Second), now.Add(time.Minute)),
+		info("active", now.Add(time.Minute)),
+		info("earlier", since.Add(-time.Second)),
+		info("at-the-start", since),
+		info("at-the-end", now),
+		info("none"),
+	}})
+	var got []string
+	for _, ev := range lapsedEvents(snap, since, now) {
+		got = append(got, ev.Name())
+		if !ev.MayAdmitMore() {
+			t.Errorf("%s: the lapse of a reservation may admit more, says MayAdmitMore", ev.Name())
+		}
+		for k := range ev.New.Reservations {
+			if r := ev.New.Reservations[k]; r.Until.After(since) && !ev.Old.Reservations[k].Active(now) {
+				t.Errorf("%s: reservation %d (until %s) is not active in the old info", ev.Name(), k, r.Until)
 			}
-			if got < tc.d {
-				t.Errorf("expiryCheck() = %v, before the lapse %v later", got, tc.d)
-			}
-		})
+		}
+	}
+	if diff := cmp.Diff([]string{"at-the-end", "lapsed"}, got); diff != "" {
+		t.Errorf("clusters with a lapse in (since, now] (-want,+got):\n%s", diff)
 	}
 }

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -237,33 +239,56 @@ func (c *Controller) released(plan *Plan, before []string, intents int) {
 	}
 }
 
-// expiryRound is how often at most a placement that waits for room looks again because
-// reservations lapsed: reservations made together lapse a few at a time, and a waiting placement
-// that looked again at each would run a cycle over the fleet for every one of them.
+// expiryRound is how often the controller looks for reservations that lapsed: reservations
+// made together lapse a few at a time, and one look per round serves all of them.
 const expiryRound = 30 * time.Second
 
-// expiryCheck returns how long after now a waiting placement looks again for the first
-// reservation that lapses d after now: at the end of the expiryRound in which it lapses, a time
-// that every placement waiting for the same reservations shares.
-func expiryCheck(now time.Time, d time.Duration) time.Duration {
-	at := now.Add(d).Truncate(expiryRound).Add(expiryRound)
-	return at.Sub(now)
-}
-
-// nextReservationExpiry returns how long until the first active reservation of another
-// placement lapses, anywhere in the snapshot, or 0 when none is held. A placement that waits
-// for room looks again then: a lapsed reservation gives room back without any report.
-func nextReservationExpiry(snap *framework.Snapshot, key string, now time.Time) time.Duration {
-	var next time.Duration
-	for i := range snap.NumClusters() {
-		for _, r := range snap.Cluster(i).Reservations {
-			if r.Placement == key || !r.Active(now) {
-				continue
-			}
-			if d := r.Until.Sub(now); next == 0 || d < next {
-				next = d
+// watchLapses runs until ctx ends. Once per expiryRound it tells the placements that wait for
+// room about each cluster where a reservation lapsed during the round (a lapsed reservation
+// gives room back without any report), as a cluster event: only the placements that the room
+// now admits on that cluster are scheduled again, as when a report frees room, rather than
+// every waiting placement running a cycle over the fleet.
+func (c *Controller) watchLapses(ctx context.Context) {
+	last := c.opts.Clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.opts.Clock.After(expiryRound):
+		}
+		now := c.opts.Clock.Now()
+		if c.started.Load() {
+			for _, ev := range lapsedEvents(c.cache.Snapshot(), last, now) {
+				c.clusterChanged(ev, "ReservationLapsed")
 			}
 		}
+		last = now
 	}
-	return next
+}
+
+// lapsedEvents returns, for each cluster of the snapshot where a reservation lapsed after since
+// and by now, the event of that lapse: the cluster's info as it was, with those reservations
+// still active, and as it is.
+func lapsedEvents(snap *framework.Snapshot, since, now time.Time) []framework.ClusterEvent {
+	var out []framework.ClusterEvent
+	for i := range snap.NumClusters() {
+		info := snap.Cluster(i)
+		var old *framework.ClusterInfo
+		for k := range info.Reservations {
+			r := &info.Reservations[k]
+			if !r.Until.After(since) || r.Until.After(now) {
+				continue
+			}
+			if old == nil {
+				cp := *info
+				cp.Reservations = slices.Clone(info.Reservations)
+				old = &cp
+			}
+			old.Reservations[k].Until = now.Add(expiryRound)
+		}
+		if old != nil {
+			out = append(out, framework.NewClusterEvent(old, info, now))
+		}
+	}
+	return out
 }

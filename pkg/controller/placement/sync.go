@@ -93,12 +93,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	c.recordRemovals(p, intents, plan.Result, before, plan.Result.Decisions(), why, now)
 	c.released(plan, before, len(intents))
-	if len(intents) > 0 && plan.Result.Unscheduled > 0 {
-		// It waits for room: a reservation that lapses gives some back with no report.
-		if d := nextReservationExpiry(plan.Result.Snapshot(), key, now); d > 0 {
-			c.queue.AddAfter(key, expiryCheck(now, d))
-		}
-	}
 	if why == moveRebalance {
 		c.rebalanced(ctx, p)
 	}
