@@ -166,8 +166,7 @@ func (c *Controller) replacement(ctx context.Context, in *fleetfitv1alpha1.HPAIn
 	return added, ""
 }
 
-// apply returns the status with the verdict applied (the same pointer's copy when it changes
-// nothing).
+// apply returns a copy of the status with the verdict applied.
 func apply(old fleetfitv1alpha1.HPAIntentStatus, v verdict, now time.Time) *fleetfitv1alpha1.HPAIntentStatus {
 	status := old.DeepCopy()
 	if v.move != nil {
