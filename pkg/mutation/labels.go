@@ -16,8 +16,9 @@ func podMetadataPath(specPath []string) []string {
 // addLabels returns a copy of the labels of meta, the unstructured pod
 // metadata at at, with labels added; nil when it already has them all, so
 // that the caller writes nothing. A label the pods already have with another
-// value is an error: the pods would not be what the requirements say, and
-// overwriting it could take them out of their workload's selector.
+// value is an error: the pods would not be what fleetfit delivers (a machine
+// group's guest, an HPAIntent's pods), and overwriting it could take them out
+// of their workload's selector.
 func addLabels(meta map[string]any, at string, labels map[string]string) (map[string]any, error) {
 	if len(labels) == 0 {
 		return nil, nil
@@ -44,7 +45,7 @@ func addLabels(meta map[string]any, at string, labels map[string]string) (map[st
 			return nil, fmt.Errorf("%s.labels[%s] is %s, not a string", at, key, describe(v))
 		}
 		if got != want {
-			return nil, fmt.Errorf("%s.labels[%s] is %q where the requirements need %q; remove the label from the manifest or change the requirements",
+			return nil, fmt.Errorf("%s.labels[%s] is %q where fleetfit delivers the pods with %q; remove the label from the manifest",
 				at, key, got, want)
 		}
 	}

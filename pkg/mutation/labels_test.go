@@ -62,6 +62,11 @@ func TestMutateLabels(t *testing.T) {
 			m:      Mutation{Container: "train", Labels: guest},
 			want:   guestAnd(map[string]any{"app": "trainer"}),
 		},
+		"labels alone, on no container": {
+			labels: map[string]any{"app": "trainer"},
+			m:      Mutation{Labels: map[string]string{"fleetfit.io/hpaintent-namespace": "ml", "fleetfit.io/hpaintent-name": "trainer"}},
+			want:   map[string]any{"app": "trainer", "fleetfit.io/hpaintent-namespace": "ml", "fleetfit.io/hpaintent-name": "trainer"},
+		},
 		"with node affinity for features": {
 			labels: map[string]any{"app": "trainer"},
 			m:      Mutation{Labels: guest, Features: []corev1.NodeSelectorRequirement{zoneA}},
@@ -109,20 +114,26 @@ func TestMutateLabelErrors(t *testing.T) {
 			obj: withPodLabels(object("apps/v1", "Deployment", spec),
 				map[string]any{"app": "trainer", machinegroup.LabelMachineType: "compute-medium"}),
 			m: Mutation{Labels: guest},
-			want: `Deployment w: spec.template.metadata.labels[machines.fleetfit.io/machine-type] is "compute-medium" where the requirements need "compute-xlarge"; ` +
-				`remove the label from the manifest or change the requirements`,
+			want: `Deployment w: spec.template.metadata.labels[machines.fleetfit.io/machine-type] is "compute-medium" where fleetfit delivers the pods with "compute-xlarge"; ` +
+				`remove the label from the manifest`,
 		},
 		"another injecting container on a Pod": {
 			obj:  withPodLabels(object("v1", "Pod", spec), map[string]any{machinegroup.LabelInjectingContainer: "log-shipper"}),
 			m:    Mutation{Labels: guest},
-			want: `Pod w: metadata.labels[machines.fleetfit.io/injecting-container] is "log-shipper" where the requirements need "train"; remove the label from the manifest or change the requirements`,
+			want: `Pod w: metadata.labels[machines.fleetfit.io/injecting-container] is "log-shipper" where fleetfit delivers the pods with "train"; remove the label from the manifest`,
 		},
 		"a reservation's role in a CronJob": {
 			obj: withPodLabels(object("batch/v1", "CronJob", spec),
 				map[string]any{machinegroup.LabelPodRole: machinegroup.PodRoleReservation}),
 			m: Mutation{Labels: guest},
-			want: `CronJob w: spec.jobTemplate.spec.template.metadata.labels[machines.fleetfit.io/pod-role] is "reservation" where the requirements need "guest"; ` +
-				`remove the label from the manifest or change the requirements`,
+			want: `CronJob w: spec.jobTemplate.spec.template.metadata.labels[machines.fleetfit.io/pod-role] is "reservation" where fleetfit delivers the pods with "guest"; ` +
+				`remove the label from the manifest`,
+		},
+		"another intent's name": {
+			obj: withPodLabels(object("batch/v1", "Job", spec), map[string]any{"fleetfit.io/hpaintent-name": "other"}),
+			m:   Mutation{Labels: map[string]string{"fleetfit.io/hpaintent-namespace": "ml", "fleetfit.io/hpaintent-name": "trainer"}},
+			want: `Job w: spec.template.metadata.labels[fleetfit.io/hpaintent-name] is "other" where fleetfit delivers the pods with "trainer"; ` +
+				`remove the label from the manifest`,
 		},
 		"a label that is not a string": {
 			obj:  withPodLabels(object("apps/v1", "StatefulSet", spec), map[string]any{machinegroup.LabelMachineGroup: int64(1)}),

@@ -1,7 +1,10 @@
 // Package action is fleetfit's action controller: it delivers the workload of each HPAIntent to
 // the clusters its Placement decides, as one ManifestWork per cluster in the cluster's namespace,
 // with every consumer's pod template mutated (pkg/mutation) so that its pods land on the nodes
-// that have what they need. It reports the deliveries back in the intent's status.
+// that have what they need. It reports the deliveries back in the intent's status, with what
+// the clusters' agents report of the intent's pods that wait for a node, and, when the hub
+// moves the workload away from a cluster, keeps it there until it is available elsewhere
+// (make before break, moves.go).
 package action
 
 import (
@@ -35,13 +38,11 @@ import (
 )
 
 const (
-	// LabelIntentNamespace and LabelIntentName find the ManifestWorks of an intent (see
-	// WorkSelector and IntentOf: a name longer than a label value is cut). A ManifestWork lives
-	// in its cluster's namespace, so it cannot have the intent as its owner; the labels and the
-	// Finalizer take that role.
-	LabelIntentNamespace = "fleetfit.io/hpaintent-namespace"
-	LabelIntentName      = "fleetfit.io/hpaintent-name"
-	// Finalizer keeps a deleted intent until its ManifestWorks are gone.
+	// Finalizer keeps a deleted intent until its ManifestWorks are gone. A ManifestWork lives
+	// in its cluster's namespace, so it cannot have the intent as its owner: the labels
+	// fleetfitv1alpha1.LabelIntentNamespace and LabelIntentName find an intent's ManifestWorks
+	// (see WorkSelector and IntentOf: a name longer than a label value is cut), and this
+	// finalizer takes the rest of that role.
 	Finalizer = "fleetfit.io/manifestworks"
 	// AnnotationOptional lists the optional requirements applied on that cluster, so that a
 	// delivery keeps them while its own pods use the room they needed.
@@ -88,9 +89,10 @@ type Controller struct {
 	// fleet is the scheduler's cache, which the placement controller keeps up to date.
 	fleet Fleet
 
-	intents   fleetfitlisters.HPAIntentLister
-	decisions clusterlisterv1beta1.PlacementDecisionLister
-	works     worklisters.ManifestWorkLister
+	intents     fleetfitlisters.HPAIntentLister
+	decisions   clusterlisterv1beta1.PlacementDecisionLister
+	works       worklisters.ManifestWorkLister
+	inventories fleetfitlisters.ClusterInventoryLister
 
 	queue  workqueue.TypedRateLimitingInterface[string]
 	synced []toolscache.InformerSynced
@@ -137,12 +139,12 @@ func New(clients Clients, ocm clusterinformers.SharedInformerFactory, work worki
 	// cache holds every inventory of the informer's first list, so that a delivery just after
 	// a start never misses an optional requirement the cluster's report allows.
 	ii := fleetfit.Fleetfit().V1alpha1().ClusterInventories()
-	reg, err := ii.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
+	reg, err := ii.Informer().AddEventHandler(c.inventoryHandler())
 	if err != nil {
 		return nil, err
 	}
-	inventories := ii.Lister()
-	c.synced = append(c.synced, func() bool { return reg.HasSynced() && c.fleetHolds(inventories) })
+	c.inventories = ii.Lister()
+	c.synced = append(c.synced, func() bool { return reg.HasSynced() && c.fleetHolds(c.inventories) })
 	return c, nil
 }
 
@@ -185,8 +187,10 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 		Update: func(old, in *fleetfitv1alpha1.HPAIntent) {
 			oldValid, _ := hpa.IsValid(old)
 			valid, _ := hpa.IsValid(in)
+			// A move away from a cluster (status.moves) changes what its ManifestWork waits for.
 			if old.Generation != in.Generation || oldValid != valid || !old.DeletionTimestamp.Equal(in.DeletionTimestamp) ||
-				old.Status.ScheduledPlacement != in.Status.ScheduledPlacement {
+				old.Status.ScheduledPlacement != in.Status.ScheduledPlacement ||
+				!equality.Semantic.DeepEqual(old.Status.Moves, in.Status.Moves) {
 				c.enqueue(in)
 			}
 		},

@@ -55,6 +55,9 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 		}
 	}
 	sort.Strings(applied)
+	if err := labelPods(in, objs); err != nil {
+		return nil, err
+	}
 	om := WorkMeta(in, cluster)
 	om.Annotations[AnnotationOptional] = strings.Join(applied, ",")
 	w := &workv1.ManifestWork{
@@ -108,6 +111,38 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 	return w, nil
 }
 
+// labelPods puts the intent's labels (intentLabels) on the pods of every workload among objs,
+// consumers' targets or not, so that the managed cluster's agent finds the intent's pods and
+// reports those that wait for a node (ClusterInventoryStatus.Unschedulable). A workload whose
+// pods already have one of those labels with another value is an error, as a conflicting label
+// of a machine group's guest is: its pods would be counted as another intent's.
+func labelPods(in *fleetfitv1alpha1.HPAIntent, objs []*unstructured.Unstructured) error {
+	m := mutation.Mutation{Labels: intentLabels(in)}
+	for _, o := range objs {
+		if !hasPods(o) {
+			continue
+		}
+		if err := mutation.Mutate(o, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasPods reports whether o is one of the Kubernetes kinds with a pod template (or a Pod). A
+// custom resource that happens to share a kind's name (another group's Job) is left alone:
+// where it keeps its pods is its own.
+func hasPods(o *unstructured.Unstructured) bool {
+	if _, ok := hpa.PodSpecPath(o.GetKind()); !ok {
+		return false
+	}
+	switch o.GroupVersionKind().Group {
+	case "", "apps", "batch", "extensions":
+		return true
+	}
+	return false
+}
+
 // optInToInjection labels the Namespaces among objs that hold guests of machine groups so
 // that the managed cluster's pod resource injector gives those guests their machines: it acts
 // only in namespaces labelled machinegroup.LabelInjectResource=enabled. A Namespace of the
@@ -136,7 +171,7 @@ func optInToInjection(objs []*unstructured.Unstructured, guests sets.Set[string]
 // feedbackResources are the kinds whose replica counts the work agent reports back.
 var feedbackResources = map[string]string{
 	"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets",
-	"ReplicaSet": "replicasets", "Job": "jobs",
+	"ReplicaSet": "replicasets", "Job": "jobs", "Pod": "pods",
 }
 
 // namespaced reports whether an object's kind is namespaced, for the kinds an intent carries;

@@ -1,6 +1,8 @@
 package action
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -43,7 +46,7 @@ func TestDesiredWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Name != "shop.web" || w.Namespace != "cluster1" || w.Labels[LabelIntentNamespace] != "shop" || w.Labels[LabelIntentName] != "web" {
+	if w.Name != "shop.web" || w.Namespace != "cluster1" || w.Labels[v1alpha1.LabelIntentNamespace] != "shop" || w.Labels[v1alpha1.LabelIntentName] != "web" {
 		t.Errorf("work %s/%s labels %v", w.Namespace, w.Name, w.Labels)
 	}
 	if got := w.Annotations[AnnotationOptional]; got != "web/gpu" {
@@ -175,10 +178,11 @@ func TestDesiredWorkMachineType(t *testing.T) {
 			if diff := cmp.Diff(tc.wantNamespaces, gotNamespaces); diff != "" {
 				t.Errorf("Namespaces and their labels (-want,+got):\n%s", diff)
 			}
-			wantPods := map[string]map[string]string{
-				"trainer": machinegroup.GuestLabels("general-machine", "compute-xlarge", "app"),
-				"monitor": nil,
-			}
+			// Every pod names the intent; the guest's are labelled as guests too.
+			intentLabels := map[string]string{v1alpha1.LabelIntentNamespace: "ml", v1alpha1.LabelIntentName: "trainer"}
+			guest := machinegroup.GuestLabels("general-machine", "compute-xlarge", "app")
+			maps.Copy(guest, intentLabels)
+			wantPods := map[string]map[string]string{"trainer": guest, "monitor": intentLabels}
 			if diff := cmp.Diff(wantPods, podLabels); diff != "" {
 				t.Errorf("Pod template labels (-want,+got):\n%s", diff)
 			}
@@ -210,9 +214,90 @@ func TestDesiredWorkOptionalMachineType(t *testing.T) {
 			}
 		}
 		if u.GetKind() == "Deployment" {
-			if l, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels"); len(l) > 0 {
-				t.Errorf("the Deployment's pods got labels %v, but they are not guests", l)
+			l, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+			want := map[string]string{v1alpha1.LabelIntentNamespace: "ml", v1alpha1.LabelIntentName: "trainer"}
+			if diff := cmp.Diff(want, l); diff != "" {
+				t.Errorf("the Deployment's pods are not guests, and have only the intent's labels (-want,+got):\n%s", diff)
 			}
 		}
+	}
+}
+
+// TestDesiredWorkLabelsEveryPod: the pods of every workload the intent delivers, consumers'
+// targets or not, carry the intent's labels, so that the managed cluster's agent can report
+// them; other objects, and another group's kind of the same name, are left alone. A workload
+// whose pods name another intent is refused.
+func TestDesiredWorkLabelsEveryPod(t *testing.T) {
+	podSpec := map[string]any{"containers": []any{map[string]any{"name": "app", "image": "app"}}}
+	template := map[string]any{"spec": podSpec}
+	obj := func(apiVersion, kind, name string, spec map[string]any) map[string]any {
+		o := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}
+		if spec != nil {
+			o["spec"] = spec
+		}
+		return o
+	}
+	manifests := []map[string]any{
+		obj("apps/v1", "Deployment", "web", map[string]any{"template": template}),
+		obj("apps/v1", "StatefulSet", "db", map[string]any{"template": template}),
+		obj("apps/v1", "DaemonSet", "agent", map[string]any{"template": template}),
+		obj("apps/v1", "ReplicaSet", "rs", map[string]any{"template": template}),
+		obj("batch/v1", "Job", "once", map[string]any{"template": template}),
+		obj("batch/v1", "CronJob", "nightly", map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": template}}}),
+		obj("v1", "Pod", "bare", podSpec),
+		obj("v1", "ConfigMap", "config", nil),
+		obj("batch.volcano.sh/v1alpha1", "Job", "volcano", map[string]any{"tasks": []any{}}),
+	}
+	intent := func(extra ...map[string]any) *v1alpha1.HPAIntent {
+		w := ut.MakeHPAIntent("web", "shop").Placement("web").Consumer(
+			ut.MakeConsumer("web").Target("Deployment", "web", "app").Requirement(ut.MakeResource("cpu", "cpu").Requests("1").Obj()).Obj())
+		for _, m := range append(manifests, extra...) {
+			w.Manifest(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(m)})
+		}
+		return w.Obj()
+	}
+	in := intent()
+	r, err := hpa.Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := desiredWork(in, r, "cluster1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{v1alpha1.LabelIntentNamespace: "shop", v1alpha1.LabelIntentName: "web"}
+	got := map[string]map[string]string{}
+	for _, m := range w.Spec.Workload.Manifests {
+		u := m.Object.(*unstructured.Unstructured)
+		path, ok := hpa.PodSpecPath(u.GetKind())
+		if !ok {
+			continue
+		}
+		meta := append(slices.Clone(path[:len(path)-1]), "metadata", "labels")
+		l, _, err := unstructured.NestedStringMap(u.Object, meta...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[u.GetAPIVersion()+" "+u.GetKind()] = l
+	}
+	wantAll := map[string]map[string]string{
+		"apps/v1 Deployment": want, "apps/v1 StatefulSet": want, "apps/v1 DaemonSet": want, "apps/v1 ReplicaSet": want,
+		"batch/v1 Job": want, "batch/v1 CronJob": want, "v1 Pod": want,
+		"batch.volcano.sh/v1alpha1 Job": nil,
+	}
+	if diff := cmp.Diff(wantAll, got); diff != "" {
+		t.Errorf("pod labels by kind (-want,+got):\n%s", diff)
+	}
+
+	other := obj("v1", "Pod", "stray", podSpec)
+	other["metadata"].(map[string]any)["labels"] = map[string]any{v1alpha1.LabelIntentName: "other"}
+	in = intent(other)
+	if r, err = hpa.Resolve(in); err != nil {
+		t.Fatal(err)
+	}
+	_, err = desiredWork(in, r, "cluster1", nil)
+	wantErr := `Pod stray: metadata.labels[fleetfit.io/hpaintent-name] is "other" where fleetfit delivers the pods with "web"; remove the label from the manifest`
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("desiredWork returned error %v, want %s", err, wantErr)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -33,8 +32,9 @@ import (
 const (
 	// AnnotationIntentName holds the intent's name on a ManifestWork whose LabelIntentName
 	// holds a cut name (names longer than a label value may be).
-	AnnotationIntentName = LabelIntentName
-	// hashLength is how many hex digits of a name's SHA-256 a cut name ends with: 64 bits.
+	AnnotationIntentName = fleetfitv1alpha1.LabelIntentName
+	// hashLength is how many hex digits of a name's SHA-256 a cut ManifestWork name ends
+	// with: 64 bits. (fleetfitv1alpha1.IntentLabelValue cuts a label value alike.)
 	hashLength = 16
 )
 
@@ -51,19 +51,20 @@ func WorkName(in *fleetfitv1alpha1.HPAIntent) string {
 	return prefix[:validation.DNS1123SubdomainMaxLength-1-hashLength] + "-" + nameHash(in.Namespace+"/"+in.Name)
 }
 
-// intentLabelValue is the value of LabelIntentName for an intent named name: the name, or,
-// when it is longer than a label value may be, its beginning, "_" and a hash of the whole.
-func intentLabelValue(name string) string {
-	if len(validation.IsValidLabelValue(name)) == 0 {
-		return name
-	}
-	return name[:content.LabelValueMaxLength-1-hashLength] + "_" + nameHash(name)
-}
-
 // nameHash is the first hashLength hex digits of the SHA-256 of s.
 func nameHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])[:hashLength]
+}
+
+// intentLabels are the labels that name the intent, on its ManifestWorks and on the pod
+// templates of the workloads they deliver (so that the managed cluster's agent can report the
+// intent's pods): fleetfitv1alpha1.LabelIntentNamespace and LabelIntentName.
+func intentLabels(in *fleetfitv1alpha1.HPAIntent) map[string]string {
+	return map[string]string{
+		fleetfitv1alpha1.LabelIntentNamespace: in.Namespace,
+		fleetfitv1alpha1.LabelIntentName:      fleetfitv1alpha1.IntentLabelValue(in.Name),
+	}
 }
 
 // WorkMeta is the name, namespace, labels and annotations of the intent's ManifestWork on a
@@ -71,10 +72,10 @@ func nameHash(s string) string {
 func WorkMeta(in *fleetfitv1alpha1.HPAIntent, cluster string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
 		Name: WorkName(in), Namespace: cluster,
-		Labels:      map[string]string{LabelIntentNamespace: in.Namespace, LabelIntentName: intentLabelValue(in.Name)},
+		Labels:      intentLabels(in),
 		Annotations: map[string]string{},
 	}
-	if m.Labels[LabelIntentName] != in.Name {
+	if m.Labels[fleetfitv1alpha1.LabelIntentName] != in.Name {
 		m.Annotations[AnnotationIntentName] = in.Name
 	}
 	return m
@@ -84,15 +85,15 @@ func WorkMeta(in *fleetfitv1alpha1.HPAIntent, cluster string) metav1.ObjectMeta 
 // cut to one label value, those of the other intent too: callers keep the works IntentOf says
 // are the intent's.
 func WorkSelector(namespace, name string) labels.Selector {
-	return labels.SelectorFromSet(labels.Set{LabelIntentNamespace: namespace, LabelIntentName: intentLabelValue(name)})
+	return labels.SelectorFromSet(labels.Set{fleetfitv1alpha1.LabelIntentNamespace: namespace, fleetfitv1alpha1.LabelIntentName: fleetfitv1alpha1.IntentLabelValue(name)})
 }
 
 // IntentOf returns the namespace and name of the intent a ManifestWork delivers; ok is false
 // for a ManifestWork fleetfit did not write, or whose labels and annotation disagree.
 func IntentOf(w *workv1.ManifestWork) (namespace, name string, ok bool) {
-	namespace, name = w.Labels[LabelIntentNamespace], w.Labels[LabelIntentName]
+	namespace, name = w.Labels[fleetfitv1alpha1.LabelIntentNamespace], w.Labels[fleetfitv1alpha1.LabelIntentName]
 	if full, cut := w.Annotations[AnnotationIntentName]; cut {
-		if intentLabelValue(full) != name {
+		if fleetfitv1alpha1.IntentLabelValue(full) != name {
 			return "", "", false
 		}
 		name = full

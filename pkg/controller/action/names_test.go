@@ -55,12 +55,12 @@ func TestWorkMeta(t *testing.T) {
 		"a short name": {
 			namespace: "shop", name: "web",
 			want: &metav1.ObjectMeta{Name: "shop.web", Namespace: "cluster1",
-				Labels: map[string]string{LabelIntentNamespace: "shop", LabelIntentName: "web"}, Annotations: map[string]string{}},
+				Labels: map[string]string{v1alpha1.LabelIntentNamespace: "shop", v1alpha1.LabelIntentName: "web"}, Annotations: map[string]string{}},
 		},
 		"a name of 63 characters is its own label": {
 			namespace: "shop", name: longName(63, "z"),
 			want: &metav1.ObjectMeta{Name: "shop." + longName(63, "z"), Namespace: "cluster1",
-				Labels: map[string]string{LabelIntentNamespace: "shop", LabelIntentName: longName(63, "z")}, Annotations: map[string]string{}},
+				Labels: map[string]string{v1alpha1.LabelIntentNamespace: "shop", v1alpha1.LabelIntentName: longName(63, "z")}, Annotations: map[string]string{}},
 		},
 		"a name of 64 characters": {
 			namespace: "shop", name: longName(64, "z"), wantLabelCut: true,
@@ -104,8 +104,8 @@ func TestWorkMeta(t *testing.T) {
 			if nameCut := !strings.HasPrefix(got.Name, tc.namespace+"."); nameCut != tc.wantNameCut {
 				t.Errorf("ManifestWork name %q cut: %v, want %v", got.Name, nameCut, tc.wantNameCut)
 			}
-			if labelCut := got.Labels[LabelIntentName] != tc.name; labelCut != tc.wantLabelCut {
-				t.Errorf("label %q cut: %v, want %v", got.Labels[LabelIntentName], labelCut, tc.wantLabelCut)
+			if labelCut := got.Labels[v1alpha1.LabelIntentName] != tc.name; labelCut != tc.wantLabelCut {
+				t.Errorf("label %q cut: %v, want %v", got.Labels[v1alpha1.LabelIntentName], labelCut, tc.wantLabelCut)
 			}
 			if tc.wantLabelCut {
 				if diff := cmp.Diff(map[string]string{AnnotationIntentName: tc.name}, got.Annotations); diff != "" {
@@ -150,7 +150,7 @@ func TestWorkNamesAreUnique(t *testing.T) {
 		}
 		works[WorkName(in)] = key
 		m := WorkMeta(in, "cluster1")
-		lv := in.Namespace + "/" + m.Labels[LabelIntentName]
+		lv := in.Namespace + "/" + m.Labels[v1alpha1.LabelIntentName]
 		if other, dup := labelValues[lv]; dup {
 			t.Errorf("intents %s and %s share the label value %s", other, key, lv)
 		}
@@ -160,31 +160,31 @@ func TestWorkNamesAreUnique(t *testing.T) {
 
 func TestIntentOf(t *testing.T) {
 	long := longName(100, "z")
-	cutLabel := WorkMeta(ut.MakeHPAIntent(long, "shop").Obj(), "c").Labels[LabelIntentName]
+	cutLabel := WorkMeta(ut.MakeHPAIntent(long, "shop").Obj(), "c").Labels[v1alpha1.LabelIntentName]
 	cases := map[string]struct {
 		labels, annotations map[string]string
 		want                []any
 	}{
 		"a short name": {
-			labels: map[string]string{LabelIntentNamespace: "shop", LabelIntentName: "web"},
+			labels: map[string]string{v1alpha1.LabelIntentNamespace: "shop", v1alpha1.LabelIntentName: "web"},
 			want:   []any{"shop", "web", true},
 		},
 		"a cut name with its annotation": {
-			labels:      map[string]string{LabelIntentNamespace: "shop", LabelIntentName: cutLabel},
+			labels:      map[string]string{v1alpha1.LabelIntentNamespace: "shop", v1alpha1.LabelIntentName: cutLabel},
 			annotations: map[string]string{AnnotationIntentName: long},
 			want:        []any{"shop", long, true},
 		},
 		"a cut name without its annotation": {
-			labels: map[string]string{LabelIntentNamespace: "shop", LabelIntentName: cutLabel},
+			labels: map[string]string{v1alpha1.LabelIntentNamespace: "shop", v1alpha1.LabelIntentName: cutLabel},
 			want:   []any{"", "", false},
 		},
 		"an annotation the label does not match": {
-			labels:      map[string]string{LabelIntentNamespace: "shop", LabelIntentName: cutLabel},
+			labels:      map[string]string{v1alpha1.LabelIntentNamespace: "shop", v1alpha1.LabelIntentName: cutLabel},
 			annotations: map[string]string{AnnotationIntentName: long + "x"},
 			want:        []any{"", "", false},
 		},
 		"no namespace": {
-			labels: map[string]string{LabelIntentName: "web"},
+			labels: map[string]string{v1alpha1.LabelIntentName: "web"},
 			want:   []any{"", "", false},
 		},
 		"not fleetfit's": {

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -90,14 +89,42 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", cluster, err))
 		}
 	}
-	if _, err := c.deleteWorks(ctx, ns, name, sets.New(clusters...)); err != nil {
+	// The clusters the intent left: their ManifestWorks go, unless a move away from them
+	// waits for the workload to be available elsewhere (make before break).
+	current, departures, err := c.departures(ctx, in, clusters)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if current == nil {
+		return errors.Join(errs...) // deleted meanwhile: its deletion requeues it
+	}
+	keep := sets.New(clusters...)
+	for _, d := range departures {
+		if d.keep {
+			keep.Insert(d.cluster)
+		}
+	}
+	if _, err := c.deleteWorks(ctx, ns, name, keep); err != nil {
 		errs = append(errs, err)
+		// A move completes once its ManifestWork is deleted; the retry completes it.
+		for i := range departures {
+			departures[i].complete = false
+		}
+	}
+	for _, d := range departures {
+		if d.complete && !d.gone {
+			c.clients.Recorder.Eventf(in, nil, corev1.EventTypeNormal, "MovedAway", "DeleteManifestWork",
+				"The workload left cluster %s: %s", d.cluster, d.why)
+		}
 	}
 	// A conflict is another writer's newer ManifestWork, not a failed delivery: it is
 	// retried, and the Delivered condition does not report it.
 	failures := slices.DeleteFunc(slices.Clone(errs), conflict.Only)
-	if err := c.updateStatus(ctx, in, clusters, failures); err != nil {
+	if err := c.updateStatus(ctx, current, in.Generation, clusters, departures, failures); err != nil {
 		errs = append(errs, err)
+	}
+	if end, ok := nextBackoffEnd(&current.Status, clusters, c.opts.Clock.Now()); ok {
+		c.queue.AddAfter(key, end.Sub(c.opts.Clock.Now()))
 	}
 	return errors.Join(errs...)
 }
@@ -256,100 +283,6 @@ func (c *Controller) removeFinalizer(ctx context.Context, in *fleetfitv1alpha1.H
 		return nil
 	}
 	return err
-}
-
-// updateStatus writes status.clusters and the Delivered condition from the ManifestWorks.
-func (c *Controller) updateStatus(ctx context.Context, in *fleetfitv1alpha1.HPAIntent, clusters []string, deliveryErrs []error) error {
-	status := in.Status.DeepCopy()
-	now := metav1.NewTime(c.opts.Clock.Now())
-	previous := map[string]fleetfitv1alpha1.ClusterDelivery{}
-	for _, d := range in.Status.Clusters {
-		previous[d.ClusterName] = d
-	}
-	status.Clusters = nil
-	available, failed := 0, 0
-	for _, cluster := range clusters {
-		d := fleetfitv1alpha1.ClusterDelivery{ClusterName: cluster, ManifestWork: WorkName(in), State: fleetfitv1alpha1.DeliveryPending}
-		if w, err := c.works.ManifestWorks(cluster).Get(WorkName(in)); err == nil {
-			d.State, d.Message = deliveryState(w)
-		}
-		switch d.State {
-		case fleetfitv1alpha1.DeliveryAvailable:
-			available++
-		case fleetfitv1alpha1.DeliveryFailed, fleetfitv1alpha1.DeliveryDegraded:
-			failed++
-		}
-		d.LastTransitionTime = now
-		if p, ok := previous[cluster]; ok && p.State == d.State {
-			d.LastTransitionTime = p.LastTransitionTime
-		}
-		status.Clusters = append(status.Clusters, d)
-	}
-	cond := metav1.Condition{Type: fleetfitv1alpha1.ConditionDelivered, ObservedGeneration: in.Generation}
-	switch {
-	case len(deliveryErrs) > 0:
-		msgs := make([]string, len(deliveryErrs))
-		for i, err := range deliveryErrs {
-			msgs[i] = err.Error()
-		}
-		cond.Status, cond.Reason = metav1.ConditionFalse, "DeliveryError"
-		cond.Message = textcap.Join(msgs, "; ", 10, textcap.MaxMessage)
-	case len(clusters) == 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "NoClusters", "the Placement decides no cluster yet"
-	case failed > 0:
-		cond.Status, cond.Reason = metav1.ConditionFalse, "Failed"
-		cond.Message = fmt.Sprintf("%d of %d clusters report a failed or degraded delivery", failed, len(clusters))
-	case available == len(clusters):
-		cond.Status, cond.Reason = metav1.ConditionTrue, "Available"
-		cond.Message = fmt.Sprintf("the workload is available on %d cluster(s)", len(clusters))
-	default:
-		cond.Status, cond.Reason = metav1.ConditionFalse, "Delivering"
-		cond.Message = fmt.Sprintf("the workload is available on %d of %d clusters", available, len(clusters))
-	}
-	meta.SetStatusCondition(&status.Conditions, cond)
-	if equality.Semantic.DeepEqual(*status, in.Status) {
-		return nil
-	}
-	upd := in.DeepCopy()
-	upd.Status = *status
-	_, err := c.clients.Fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-	return err
-}
-
-// deliveryState reads a ManifestWork's conditions and its workloads' status feedback.
-func deliveryState(w *workv1.ManifestWork) (fleetfitv1alpha1.DeliveryState, string) {
-	applied := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
-	availableCond := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkAvailable)
-	degraded := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkDegraded)
-	replicas := feedback(w)
-	switch {
-	case applied != nil && applied.Status == metav1.ConditionFalse:
-		return fleetfitv1alpha1.DeliveryFailed, applied.Message
-	case degraded != nil && degraded.Status == metav1.ConditionTrue:
-		return fleetfitv1alpha1.DeliveryDegraded, degraded.Message
-	case availableCond != nil && availableCond.Status == metav1.ConditionTrue:
-		return fleetfitv1alpha1.DeliveryAvailable, replicas
-	case applied != nil && applied.Status == metav1.ConditionTrue:
-		return fleetfitv1alpha1.DeliveryApplied, replicas
-	}
-	return fleetfitv1alpha1.DeliveryPending, "waiting for the work agent"
-}
-
-// feedback summarises the ready replicas the work agent reports, e.g. "Deployment web: 2/3 ready".
-func feedback(w *workv1.ManifestWork) string {
-	var parts []string
-	for _, m := range w.Status.ResourceStatus.Manifests {
-		values := map[string]int64{}
-		for _, v := range m.StatusFeedbacks.Values {
-			if v.Value.Integer != nil {
-				values[v.Name] = *v.Value.Integer
-			}
-		}
-		if want, ok := values["Replicas"]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s: %d/%d ready", m.ResourceMeta.Kind, m.ResourceMeta.Name, values["ReadyReplicas"], want))
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // policy is the delivery policy in force.

@@ -22,7 +22,7 @@ import (
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 
-	"github.com/fleetfit/fleetfit/pkg/controller/action"
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
@@ -168,7 +168,7 @@ func (e *env) cleanUp() {
 
 // worksOfTest selects the ManifestWorks of the test's intents.
 func (e *env) worksOfTest() metav1.ListOptions {
-	return metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{action.LabelIntentNamespace: e.ns}).String()}
+	return metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{fleetfitv1alpha1.LabelIntentNamespace: e.ns}).String()}
 }
 
 // startAgents starts one fleetfit-agent process per spoke and waits until each has written a

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
-	"github.com/fleetfit/fleetfit/pkg/controller/action"
+	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	ut "github.com/fleetfit/fleetfit/pkg/util/testing"
 	"github.com/fleetfit/fleetfit/test/framework"
 )
@@ -162,7 +162,7 @@ func (e *env) deliveries(ctx context.Context) (map[string][]string, error) {
 	}
 	out := map[string][]string{}
 	for _, w := range list.Items {
-		name := w.Labels[action.LabelIntentName]
+		name := w.Labels[fleetfitv1alpha1.LabelIntentName]
 		out[name] = append(out[name], w.Namespace)
 	}
 	for _, cs := range out {
