@@ -161,6 +161,7 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 	if err != nil {
 		return err
 	}
+	keepJobTemplates(existing, want)
 	works := c.clients.Work.WorkV1().ManifestWorks(cluster)
 	if existing == nil {
 		if _, err := works.Create(ctx, want, metav1.CreateOptions{}); err != nil {
