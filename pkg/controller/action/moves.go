@@ -90,26 +90,45 @@ func depart(cluster string, moving bool, work *workv1.ManifestWork, decided []st
 // every object of w exists there), and the status feedback shows its workloads ready as asked
 // where it tells: ReadyReplicas ≥ Replicas, NumberReady ≥ DesiredNumberScheduled, a Pod
 // Ready or Succeeded. OCM's Available alone is no proof that anything runs: a Deployment whose
-// pods wait for a node exists all the same. A workload the feedback says nothing of (a Job
-// that has not completed, a CronJob, one not reported yet) is taken as the condition says.
+// pods wait for a node exists all the same, and the agent marks the work Available before its
+// first feedback, so a kind it reports (reportedKinds) counts only once reported. A workload
+// the feedback says nothing of (a Job that has not completed, a CronJob, a StatefulSet where
+// the agent has no rule for it) is taken as the condition says.
 func replacementAvailable(w *workv1.ManifestWork) bool {
 	if state, _ := deliveryState(w); state != fleetfitv1alpha1.DeliveryAvailable {
 		return false
 	}
+	feedback := map[[3]string]map[string]workv1.FieldValue{}
 	for _, m := range w.Status.ResourceStatus.Manifests {
 		values := map[string]workv1.FieldValue{}
 		for _, v := range m.StatusFeedbacks.Values {
 			values[v.Name] = v.Value
 		}
-		if !readyAsAsked(values) {
+		feedback[[3]string{m.ResourceMeta.Kind, m.ResourceMeta.Namespace, m.ResourceMeta.Name}] = values
+	}
+	for _, m := range w.Spec.Workload.Manifests {
+		o, ok := manifestObject(m.RawExtension)
+		if !ok {
+			continue
+		}
+		if !readyAsAsked(o.GetKind(), feedback[[3]string{o.GetKind(), o.GetNamespace(), o.GetName()}]) {
 			return false
 		}
 	}
 	return true
 }
 
+// reportedKinds are the kinds OCM's work agent has well-known status feedback for: until it
+// reports theirs, they are not known to run, even when the ManifestWork is Available (it
+// is as soon as the objects exist, before the first feedback).
+var reportedKinds = sets.New("Deployment", "DaemonSet", "Pod", "Job")
+
 // readyAsAsked reads one workload's status feedback (see replacementAvailable).
-func readyAsAsked(values map[string]workv1.FieldValue) bool {
+func readyAsAsked(kind string, values map[string]workv1.FieldValue) bool {
+	if len(values) == 0 {
+		// Not reported yet (or never, for a kind without rules).
+		return !reportedKinds.Has(kind)
+	}
 	integer := func(name string) int64 {
 		if v, ok := values[name]; ok && v.Integer != nil {
 			return *v.Integer

@@ -49,6 +49,29 @@ func workloadWork(conditions []metav1.Condition, values ...workv1.FeedbackValue)
 	return w
 }
 
+// kindWork is a ManifestWork of one workload of kind, with no status feedback.
+func kindWork(kind string, conditions []metav1.Condition) *workv1.ManifestWork {
+	o := deployment("web", "shop")
+	o.Kind = kind
+	raw, err := json.Marshal(o)
+	if err != nil {
+		panic(err)
+	}
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster1", Name: "shop.web"}}
+	w.Spec.Workload.Manifests = []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}
+	w.Status.Conditions = conditions
+	return w
+}
+
+// withEmptyFeedback adds the Deployment's resource status without any feedback value, as the
+// work agent reports a resource it has applied but not yet read back.
+func withEmptyFeedback(w *workv1.ManifestWork) *workv1.ManifestWork {
+	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+		ResourceMeta: workv1.ManifestResourceMeta{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web"},
+	}}
+	return w
+}
+
 func integer(name string, v int64) workv1.FeedbackValue {
 	return workv1.FeedbackValue{Name: name, Value: workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To(v)}}
 }
@@ -167,7 +190,9 @@ func TestReplacementAvailable(t *testing.T) {
 		"applied only":                      {work: workloadWork(applied, integer("Replicas", 2), integer("ReadyReplicas", 2)), want: false},
 		"available, pods not ready":         {work: workloadWork(available, integer("Replicas", 2), integer("ReadyReplicas", 1)), want: false},
 		"available, ready as asked":         {work: workloadWork(available, integer("Replicas", 2), integer("ReadyReplicas", 2)), want: true},
-		"available, no feedback to go by":   {work: workloadWork(available), want: true},
+		"available, no feedback yet":        {work: workloadWork(available), want: false},
+		"available, a kind without rules":   {work: kindWork("StatefulSet", available), want: true},
+		"a Deployment reported empty":       {work: withEmptyFeedback(workloadWork(available)), want: false},
 		"a DaemonSet not on every node yet": {work: workloadWork(available, integer("DesiredNumberScheduled", 3), integer("NumberReady", 2)), want: false},
 	}
 	for name, tc := range cases {
