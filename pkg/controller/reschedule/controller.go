@@ -31,7 +31,6 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/action"
 	fleetfitclient "github.com/fleetfit/fleetfit/pkg/generated/clientset/versioned"
 	fleetfitinformers "github.com/fleetfit/fleetfit/pkg/generated/informers/externalversions"
 	fleetfitlisters "github.com/fleetfit/fleetfit/pkg/generated/listers/fleetfit/v1alpha1"
@@ -198,9 +197,7 @@ func (c *Controller) intentsLabelled(namespace, value string) []string {
 	all, _ := c.intents.HPAIntents(namespace).List(labels.Everything())
 	var out []string
 	for _, in := range all {
-		if action.WorkSelector(namespace, in.Name).Matches(labels.Set{
-			fleetfitv1alpha1.LabelIntentNamespace: namespace, fleetfitv1alpha1.LabelIntentName: value,
-		}) {
+		if fleetfitv1alpha1.IntentLabelValue(in.Name) == value {
 			out = append(out, in.Name)
 		}
 	}

@@ -8,11 +8,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
-	"github.com/fleetfit/fleetfit/pkg/controller/action"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
@@ -48,9 +46,9 @@ type stuck struct {
 // reported returns, for each decided cluster (sorted) whose inventory reports pods of the
 // intent unschedulable, what it reports. The agent names the intent by the label values
 // delivery puts on its pods: the name, or for a long one a cut form, which is compared with
-// the form delivery computes (action.WorkSelector), never with the name itself.
+// the form delivery computes (v1alpha1.IntentLabelValue), never with the name itself.
 func reported(in *fleetfitv1alpha1.HPAIntent, decided []string, inventory func(cluster string) *fleetfitv1alpha1.ClusterInventory) []stuck {
-	selector := action.WorkSelector(in.Namespace, in.Name)
+	value := fleetfitv1alpha1.IntentLabelValue(in.Name)
 	var out []stuck
 	for _, cluster := range decided {
 		inv := inventory(cluster)
@@ -58,9 +56,7 @@ func reported(in *fleetfitv1alpha1.HPAIntent, decided []string, inventory func(c
 			continue
 		}
 		for _, u := range inv.Status.Unschedulable {
-			if u.IntentNamespace == in.Namespace && selector.Matches(labels.Set{
-				fleetfitv1alpha1.LabelIntentNamespace: u.IntentNamespace, fleetfitv1alpha1.LabelIntentName: u.IntentName,
-			}) {
+			if u.IntentNamespace == in.Namespace && u.IntentName == value {
 				out = append(out, stuck{cluster: cluster, UnschedulableWorkload: u})
 				break
 			}

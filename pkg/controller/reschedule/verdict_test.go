@@ -124,7 +124,7 @@ func TestJudge(t *testing.T) {
 					"; it does not move yet: it moved 1 time(s) in the last hour, at most 1 (spec.rescheduling.maxMovesPerHour), and may move again at 2025-03-01T12:10:00Z")},
 		},
 		"default hourly limit of two": {
-			intent: intent(move("cluster1", 50*time.Minute, 1, -30*time.Minute, true), move("cluster3", 20*time.Minute, 1, -10*time.Minute, true)),
+			intent:  intent(move("cluster1", 50*time.Minute, 1, -30*time.Minute, true), move("cluster3", 20*time.Minute, 1, -10*time.Minute, true)),
 			reports: []stuck{report("cluster2", 3, 6*time.Minute)},
 			want: verdict{requeue: 10 * time.Minute, condition: rescheduledCondition(metav1.ConditionFalse, ReasonMoveLimit,
 				"cluster2: 3 pod(s) of the workload unschedulable for 6m: "+gpuMessage+
