@@ -231,6 +231,8 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 		}
 		want := machinegroup.GuestLabels(mgGroup, mgXLarge, mtTrain)
 		want["app"] = mtWorkload
+		// Every delivered pod names its intent, so that the agent can report it if it waits.
+		want[v1alpha1.LabelIntentNamespace], want[v1alpha1.LabelIntentName] = mtNS, v1alpha1.IntentLabelValue(mtWorkload)
 		if diff := cmp.Diff(want, d.Spec.Template.Labels); diff != "" {
 			return fmt.Errorf("delivered pod template labels (-want +got):\n%s", diff)
 		}
