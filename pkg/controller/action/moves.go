@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -98,20 +97,13 @@ func replacementAvailable(w *workv1.ManifestWork) bool {
 	if state, _ := deliveryState(w); state != fleetfitv1alpha1.DeliveryAvailable {
 		return false
 	}
-	feedback := map[[3]string]map[string]workv1.FieldValue{}
-	for _, m := range w.Status.ResourceStatus.Manifests {
-		values := map[string]workv1.FieldValue{}
-		for _, v := range m.StatusFeedbacks.Values {
-			values[v.Name] = v.Value
-		}
-		feedback[[3]string{m.ResourceMeta.Kind, m.ResourceMeta.Namespace, m.ResourceMeta.Name}] = values
-	}
+	feedback := feedbackByManifest(w)
 	for _, m := range w.Spec.Workload.Manifests {
 		o, ok := manifestObject(m.RawExtension)
 		if !ok {
 			continue
 		}
-		if !readyAsAsked(o.GetKind(), feedback[[3]string{o.GetKind(), o.GetNamespace(), o.GetName()}]) {
+		if !readyAsAsked(o.GetKind(), feedback[manifestKey(o.GetKind(), o.GetNamespace(), o.GetName())]) {
 			return false
 		}
 	}
@@ -176,21 +168,12 @@ func orList(names []string) string {
 // them) — may run, and so does w. The conservative answer keeps the ManifestWork until the
 // replacement is available.
 func runsNothing(w *workv1.ManifestWork) bool {
-	feedback := map[string]map[string]workv1.FieldValue{}
-	for _, m := range w.Status.ResourceStatus.Manifests {
-		values := map[string]workv1.FieldValue{}
-		for _, v := range m.StatusFeedbacks.Values {
-			values[v.Name] = v.Value
-		}
-		feedback[manifestKey(m.ResourceMeta.Kind, m.ResourceMeta.Namespace, m.ResourceMeta.Name)] = values
-	}
+	feedback := feedbackByManifest(w)
 	for _, m := range w.Spec.Workload.Manifests {
-		v, ok := jsonValue(m.RawExtension)
-		obj, isObject := v.(map[string]any)
-		if !ok || !isObject {
+		u, ok := manifestObject(m.RawExtension)
+		if !ok {
 			return false // not readable, so not known to run nothing
 		}
-		u := &unstructured.Unstructured{Object: obj}
 		if !hasPods(u) {
 			continue
 		}
@@ -204,6 +187,19 @@ func runsNothing(w *workv1.ManifestWork) bool {
 
 func manifestKey(kind, namespace, name string) string {
 	return kind + " " + namespace + "/" + name
+}
+
+// feedbackByManifest is the work agent's status feedback on w, by manifestKey.
+func feedbackByManifest(w *workv1.ManifestWork) map[string]map[string]workv1.FieldValue {
+	out := make(map[string]map[string]workv1.FieldValue, len(w.Status.ResourceStatus.Manifests))
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		values := make(map[string]workv1.FieldValue, len(m.StatusFeedbacks.Values))
+		for _, v := range m.StatusFeedbacks.Values {
+			values[v.Name] = v.Value
+		}
+		out[manifestKey(m.ResourceMeta.Kind, m.ResourceMeta.Namespace, m.ResourceMeta.Name)] = values
+	}
+	return out
 }
 
 // runsPods reads a workload's status feedback: whether some of its pods run, and whether the
