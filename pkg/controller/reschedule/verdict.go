@@ -34,6 +34,9 @@ const (
 	moveUnschedulable = "Unschedulable"
 )
 
+// maxFailures bounds ClusterMove.Failures: the back-off reaches its day well before.
+const maxFailures = 64
+
 // maxMoveReason bounds ClusterMove.Reason, as its CRD does.
 const maxMoveReason = 1024
 
@@ -126,17 +129,18 @@ func judge(in *fleetfitv1alpha1.HPAIntent, reports []stuck, now time.Time, repla
 		// The placement's next cycle leaves those clusters out (HardwareFit reads the back-off).
 		return v
 	}
-	if limit := policy.MovesPerHour(); in.Status.MovesSince(now.Add(-time.Hour)) >= limit {
+	if limit, moved := policy.MovesPerHour(), in.Status.MovesSince(now.Add(-time.Hour)); moved >= limit {
 		next := nextMoveAllowed(in.Status.Moves, limit, now)
 		v.condition = condition(in, metav1.ConditionFalse, ReasonMoveLimit, fmt.Sprintf(
 			"%s; it does not move yet: it moved %d time(s) in the last hour, at most %d (spec.rescheduling.maxMovesPerHour), and may move again at %s",
-			waitMessage(*a, now), in.Status.MovesSince(now.Add(-time.Hour)), limit, next.UTC().Format(time.RFC3339)))
+			waitMessage(*a, now), moved, limit, next.UTC().Format(time.RFC3339)))
 		v.requeue = earliest(v.requeue, next.Sub(now))
 		return v
 	}
 	failures := int32(1)
 	if last := in.Status.LastMoveFrom(a.cluster); last != nil {
-		failures = last.Failures + 1
+		// The back-off stops growing at a day long before the count could wrap.
+		failures = min(max(last.Failures, 0), maxFailures-1) + 1
 	}
 	move := fleetfitv1alpha1.ClusterMove{
 		From: a.cluster, Time: metav1.NewTime(now), Failures: failures,

@@ -1,6 +1,7 @@
 package reschedule
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,20 @@ func TestJudge(t *testing.T) {
 				move: &fleetfitv1alpha1.ClusterMove{From: "cluster2", Time: metav1.NewTime(now), Failures: 2,
 					Reason:       "1 pod(s) unschedulable for 5m: " + gpuMessage,
 					BackoffUntil: metav1.NewTime(now.Add(20 * time.Minute))},
+				to: []string{"cluster1"},
+				condition: rescheduledCondition(metav1.ConditionTrue, ReasonMoving,
+					"cluster2: 1 pod(s) of the workload unschedulable for 5m: "+gpuMessage+"; moving to another cluster (cluster1 can take it)"),
+			},
+		},
+		"a failure count written out of bounds stays at the bound, with a day's back-off": {
+			intent:       intent(move("cluster2", 2*time.Hour, math.MaxInt32, -time.Hour, true)),
+			reports:      []stuck{report("cluster2", 1, 5*time.Minute)},
+			replacements: map[string][]string{"cluster2": {"cluster1"}},
+			asked:        []string{"cluster2"},
+			want: verdict{
+				move: &fleetfitv1alpha1.ClusterMove{From: "cluster2", Time: metav1.NewTime(now), Failures: maxFailures,
+					Reason:       "1 pod(s) unschedulable for 5m: " + gpuMessage,
+					BackoffUntil: metav1.NewTime(now.Add(24 * time.Hour))},
 				to: []string{"cluster1"},
 				condition: rescheduledCondition(metav1.ConditionTrue, ReasonMoving,
 					"cluster2: 1 pod(s) of the workload unschedulable for 5m: "+gpuMessage+"; moving to another cluster (cluster1 can take it)"),
