@@ -53,6 +53,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
+	"github.com/fleetfit/fleetfit/pkg/util/workers"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
 
@@ -237,6 +238,9 @@ func (o *Options) Run(ctx context.Context) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if _, err := workers.RegisterQueueMetrics(reg, "fleetfit"); err != nil {
+		return err
+	}
 	metrics := placement.NewMetrics(reg)
 	h := scheduler.NewHandle(clock.RealClock{}, ocmInformers.Cluster().V1alpha1().AddOnPlacementScores().Lister())
 	sched, err := scheduler.New(h, plugins.NewRegistry(), plugins.DefaultProfile())

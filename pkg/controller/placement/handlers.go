@@ -206,6 +206,7 @@ func (c *Controller) inventoryHandler() toolscache.ResourceEventHandler {
 				"Only the ClusterInventory named %q describes cluster %s; this one is ignored (delete it)", inv.Namespace, inv.Namespace)
 			return
 		}
+		c.opts.Metrics.observeReportLag(inv.Status.ObservedAt.Time, c.opts.Clock.Now())
 		c.reported(inv.Namespace, before, "ClusterInventory")
 	}
 	return handler.Funcs[*fleetfitv1alpha1.ClusterInventory]{

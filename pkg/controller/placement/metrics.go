@@ -19,6 +19,8 @@ type Metrics struct {
 	// decided clusters that cycles took away from placements, by why they could.
 	clusterEvents   *prometheus.CounterVec
 	decidedRemovals *prometheus.CounterVec
+	// reportLag is how long after an agent wrote a report (its observedAt) the hub handled it.
+	reportLag prometheus.Histogram
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -49,9 +51,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "fleetfit", Subsystem: "scheduler", Name: "decided_cluster_removals_total",
 			Help: "Decided clusters that cycles took away from placements, by reason (NoLongerFeasible, PlacementChanged, Rebalance, FollowScores, FewerClusters).",
 		}, []string{"reason"}),
+		reportLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "fleetfit", Subsystem: "scheduler", Name: "inventory_report_lag_seconds",
+			Help:    "Seconds from a ClusterInventory report's observedAt (the agent's clock) until the hub handled it: how far the hub's view of the fleet is behind.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.cycleDuration, m.bindDuration, m.pluginDuration, m.cycles, m.clusterEvents, m.decidedRemovals)
+		reg.MustRegister(m.cycleDuration, m.bindDuration, m.pluginDuration, m.cycles, m.clusterEvents, m.decidedRemovals, m.reportLag)
 	}
 	return m
 }
@@ -80,4 +87,12 @@ func (m *Metrics) observeClusterEvent(source string, queued, skipped int) {
 	if skipped > 0 {
 		m.clusterEvents.WithLabelValues(source, "QueueSkip").Add(float64(skipped))
 	}
+}
+
+func (m *Metrics) observeReportLag(observedAt, now time.Time) {
+	if observedAt.IsZero() {
+		return
+	}
+	// An agent's clock may be ahead of the hub's: that is no lag.
+	m.reportLag.Observe(max(now.Sub(observedAt), 0).Seconds())
 }

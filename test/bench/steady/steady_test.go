@@ -150,6 +150,9 @@ type result struct {
 	rooms     int
 	latencies []time.Duration
 	undecided int
+	// lag is how far behind the reports fleetfit-hub handled them; queueWait how long the
+	// placements it requeued waited for a worker; cycleTime how long their cycles took.
+	lag, queueWait, cycleTime histogram
 }
 
 func (r result) seconds() float64 { return r.elapsed.Seconds() }
@@ -260,6 +263,7 @@ func runOnce(b *testing.B, sz size, set settings) result {
 	}
 	hubBefore, planeBefore := usage(b, proc, hub)
 	cyclesBefore := hubMetric(ctx, b, hub, proc, "fleetfit_scheduler_cycles_total")
+	lagBefore, waitBefore, cycleBefore := hubHistograms(ctx, b, hub, proc)
 	requestsBefore := requestCounts(ctx, b, hub)
 	reportsBefore := rep.writes.Load()
 	start := watch.startCounting()
@@ -305,6 +309,9 @@ func runOnce(b *testing.B, sz size, set settings) result {
 
 	watch.waitRooms(ctx, roomTimeout)
 	r.latencies, r.undecided = watch.roomLatencies()
+	lag, wait, cycle := hubHistograms(ctx, b, hub, proc)
+	r.lag, r.queueWait, r.cycleTime = lag.since(lagBefore), wait.since(waitBefore), cycle.since(cycleBefore)
+	b.Logf("%s: reports handled by fleetfit-hub after %s; placements waited for a worker %s; cycles took %s", sz, r.lag, r.queueWait, r.cycleTime)
 	for _, e := range r.examples {
 		b.Logf("%s: not called for: %s", sz, e)
 	}
@@ -313,6 +320,15 @@ func runOnce(b *testing.B, sz size, set settings) result {
 		b.Fatalf("fleetfit-hub exited: %v\n%s", err, proc.LogTail(30))
 	}
 	return r
+}
+
+// hubHistograms reads how far behind the reports fleetfit-hub is, how long its requeued
+// placements wait for a worker, and how long their cycles take.
+func hubHistograms(ctx context.Context, b *testing.B, hub *framework.ControlPlane, proc *framework.Component) (lag, wait, cycle histogram) {
+	lag = hubHistogram(ctx, b, hub, proc, "fleetfit_scheduler_inventory_report_lag_seconds", nil)
+	wait = hubHistogram(ctx, b, hub, proc, "fleetfit_workqueue_queue_duration_seconds", map[string]string{"name": "placements"})
+	cycle = hubHistogram(ctx, b, hub, proc, "fleetfit_scheduler_cycle_duration_seconds", nil)
+	return lag, wait, cycle
 }
 
 // settle waits for the first phase to end (see fleetWatch.settled).
