@@ -55,6 +55,12 @@ func (w *HPAIntentWrapper) Consumer(consumers ...v1alpha1.ResourceConsumer) *HPA
 	return w
 }
 
+// Split divides the intent's replicas among its placement's clusters.
+func (w *HPAIntentWrapper) Split(s v1alpha1.ReplicaSplit) *HPAIntentWrapper {
+	w.Spec.Split = &s
+	return w
+}
+
 // Manifest appends an object to the workload the intent delivers, encoded as
 // JSON as a ManifestWork holds it; it panics when obj cannot be encoded, as
 // tests only pass well-formed objects.

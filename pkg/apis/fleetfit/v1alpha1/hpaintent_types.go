@@ -34,6 +34,10 @@ type HPAIntent struct {
 }
 
 // HPAIntentSpec is what the user asks for.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.split) || !has(self.consumers) || self.consumers.all(c, c.target.kind in ['Deployment', 'StatefulSet', 'ReplicaSet', 'Job'])",message="split divides a workload's replicas, so its consumers must target a Deployment, StatefulSet, ReplicaSet or Job: a DaemonSet runs one pod per node, and a Pod or a CronJob has no replicas to divide; remove split, or give the workload an HPAIntent of its own",fieldPath=".split"
+// +kubebuilder:validation:XValidation:rule="!has(self.split) || !has(self.consumers) || self.consumers.all(c, c.target.apiVersion == self.consumers[0].target.apiVersion && c.target.kind == self.consumers[0].target.kind && c.target.name == self.consumers[0].target.name)",message="split divides the replicas of one workload object, so all consumers must target the same object (containers of one pod); give each other workload an HPAIntent of its own",fieldPath=".split"
+// +kubebuilder:validation:XValidation:rule="!has(self.split) || !has(self.split.minReplicas) || !has(self.consumers) || self.consumers.all(c, !has(c.replicas) || c.replicas >= self.split.minReplicas)",message="split.minReplicas is more than the consumers' replicas, the total to divide, so no cluster could get its smallest share; lower minReplicas or raise replicas",fieldPath=".split.minReplicas"
 type HPAIntentSpec struct {
 	// placementRef names the Placement, in the intent's namespace, whose
 	// decisions must honour these requirements.
@@ -62,6 +66,15 @@ type HPAIntentSpec struct {
 	// Left out, it is IfUnschedulable with the defaults below.
 	// +optional
 	Rescheduling *Rescheduling `json:"rescheduling,omitempty"`
+
+	// split, when set, divides the replicas of the workload among the
+	// Placement's decided clusters, by what each can hold (the default),
+	// evenly, or by weights, instead of running them all on every decided
+	// cluster. The consumers' replicas are then the total. Its consumers must
+	// all target one workload object with replicas (a Deployment,
+	// StatefulSet, ReplicaSet or Job).
+	// +optional
+	Split *ReplicaSplit `json:"split,omitempty"`
 }
 
 // PlacementRef names an OCM Placement in the same namespace.
@@ -354,6 +367,11 @@ type HPAIntentStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	Moves []ClusterMove `json:"moves,omitempty"`
+
+	// split is how the replicas are divided among the decided clusters,
+	// for an intent with spec.split.
+	// +optional
+	Split *SplitStatus `json:"split,omitempty"`
 }
 
 // ClusterReservation is capacity held for an intent on a cluster it was newly
@@ -439,6 +457,14 @@ type ClusterDelivery struct {
 	// lastTransitionTime is when state last changed.
 	// +optional
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// replicas is the workload's replicas delivered there: the cluster's
+	// share for a split intent.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// readyReplicas is how many of them the cluster's work agent reports
+	// ready.
+	// +optional
+	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
 }
 
 // HPAIntentList is a list of HPAIntents.

@@ -113,6 +113,14 @@ func specCases() map[string]validationCase {
 		return in
 	}
 	reschedulingPath := specPath.Child("rescheduling")
+	splitPath := specPath.Child("split")
+	split := func(sp v1alpha1.ReplicaSplit, consumers ...v1alpha1.ResourceConsumer) *v1alpha1.HPAIntent {
+		if len(consumers) == 0 {
+			consumers = []v1alpha1.ResourceConsumer{consumer("app").Replicas(10).Requirement(cpu()).Obj()}
+		}
+		return intentWith(consumers...).Split(sp).Obj()
+	}
+	zone := metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}
 
 	return map[string]validationCase{
 		"fwall example": {
@@ -146,6 +154,50 @@ func specCases() map[string]validationCase {
 		"rescheduling no moves": {
 			intent: rescheduling(v1alpha1.Rescheduling{MaxMovesPerHour: ptr.To[int32](0)}),
 			want:   field.ErrorList{field.Invalid(reschedulingPath.Child("maxMovesPerHour"), int64(0), "should be greater than or equal to 1")},
+		},
+		"split by capacity": {
+			intent: split(v1alpha1.ReplicaSplit{MinReplicas: ptr.To[int32](2), AllOrNothing: true}),
+		},
+		"split by weights": {
+			intent: split(v1alpha1.ReplicaSplit{By: v1alpha1.SplitByWeights, Weights: []v1alpha1.ClusterWeight{{ClusterSelector: zone, Weight: 3}, {Weight: 1}}}),
+		},
+		"split of two containers of one pod": {
+			intent: split(v1alpha1.ReplicaSplit{By: v1alpha1.SplitEvenly},
+				utiltesting.MakeConsumer("a").Target("StatefulSet", "db", "a").Requirement(cpu()).Obj(),
+				utiltesting.MakeConsumer("b").Target("StatefulSet", "db", "b").Requirement(cpu()).Obj()),
+		},
+		"split of a DaemonSet": {
+			intent: split(v1alpha1.ReplicaSplit{}, utiltesting.MakeConsumer("agent").Target("DaemonSet", "agent", "main").Requirement(cpu()).Obj()),
+			want:   field.ErrorList{field.Invalid(splitPath, omit, msgSplitKind)},
+		},
+		"split of two workloads": {
+			intent: split(v1alpha1.ReplicaSplit{}, consumer("web").Requirement(cpu()).Obj(), consumer("api").Requirement(cpu()).Obj()),
+			want:   field.ErrorList{field.Invalid(splitPath, omit, msgSplitOneObject)},
+		},
+		"split minimum over the total": {
+			intent: split(v1alpha1.ReplicaSplit{MinReplicas: ptr.To[int32](11)}),
+			want:   field.ErrorList{field.Invalid(splitPath.Child("minReplicas"), int32(11), msgSplitMinOverSum)},
+		},
+		"split minimum zero": {
+			intent: split(v1alpha1.ReplicaSplit{MinReplicas: ptr.To[int32](0)}),
+			want:   field.ErrorList{field.Invalid(splitPath.Child("minReplicas"), int64(0), "should be greater than or equal to 1")},
+		},
+		"split weights without by Weights": {
+			intent: split(v1alpha1.ReplicaSplit{By: v1alpha1.SplitEvenly, Weights: []v1alpha1.ClusterWeight{{ClusterSelector: zone, Weight: 3}}}),
+			want:   field.ErrorList{field.Invalid(splitPath, omit, msgSplitWeightsOnly)},
+		},
+		"split by Weights without weights": {
+			intent: split(v1alpha1.ReplicaSplit{By: v1alpha1.SplitByWeights}),
+			want:   field.ErrorList{field.Invalid(splitPath, omit, msgSplitNeedWeights)},
+		},
+		"split weight too large": {
+			intent: split(v1alpha1.ReplicaSplit{By: v1alpha1.SplitByWeights, Weights: []v1alpha1.ClusterWeight{{ClusterSelector: zone, Weight: 1001}}}),
+			want:   field.ErrorList{field.Invalid(splitPath.Child("weights").Index(0).Child("weight"), int64(1001), "should be less than or equal to 1000")},
+		},
+		"split by an unknown policy": {
+			intent: split(v1alpha1.ReplicaSplit{By: "Random"}),
+			want: field.ErrorList{field.NotSupported(splitPath.Child("by"), v1alpha1.SplitPolicy("Random"),
+				[]string{string(v1alpha1.SplitByCapacity), string(v1alpha1.SplitEvenly), string(v1alpha1.SplitByWeights)})},
 		},
 		"placement name too long": {
 			intent: intentWith(consumer("app").Requirement(cpu()).Obj()).Placement(long(254)).Obj(),

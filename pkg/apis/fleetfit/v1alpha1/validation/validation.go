@@ -76,6 +76,7 @@ func validateSpec(spec *v1alpha1.HPAIntentSpec, path *field.Path) field.ErrorLis
 	}
 	errs = append(errs, validateUniqueNames(consumersPath, names)...)
 	errs = append(errs, validateRescheduling(spec.Rescheduling, path.Child("rescheduling"))...)
+	errs = append(errs, validateSplit(spec, path.Child("split"))...)
 	return errs
 }
 
