@@ -18,6 +18,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/cli/installcmd"
 	"github.com/fleetfit/fleetfit/pkg/cli/output"
 	"github.com/fleetfit/fleetfit/pkg/cli/simulatecmd"
+	"github.com/fleetfit/fleetfit/pkg/cli/uicmd"
 	"github.com/fleetfit/fleetfit/pkg/cmd"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
@@ -39,6 +40,7 @@ func NewCommand() *cobra.Command {
 		candidatescmd.NewCommand(flags),
 		installcmd.NewCommand(flags),
 		addoncmd.NewCommand(flags),
+		uicmd.NewCommand(flags),
 		newVersionCommand(),
 	)
 	cmd.AddLogFlags(c)

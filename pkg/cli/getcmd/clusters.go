@@ -92,13 +92,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	clusters := slices.Clone(fleet.Clusters)
 	slices.SortFunc(clusters, func(a, b *clusterv1.ManagedCluster) int { return cmp.Compare(a.Name, b.Name) })
-	inventories := map[string]*fleetfitv1alpha1.ClusterInventory{}
-	for _, inv := range fleet.Inventories {
-		// Only the agent's report counts, as on the hub.
-		if cache.InventoryName(inv) {
-			inventories[inv.Namespace] = inv
-		}
-	}
+	inventories := Inventories(fleet)
 	if o.Output.Structured() {
 		var objs []runtime.Object
 		for _, c := range clusters {
@@ -119,23 +113,9 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	t.Row(header...)
 	for _, c := range clusters {
-		row := []string{c.Name, available(c)}
 		inv := inventories[c.Name]
-		if inv == nil {
-			row = append(row, "-", "-", "-", "-", "-", "-", o.noInventory(c))
-		} else {
-			st := &inv.Status
-			row = append(row,
-				fmt.Sprintf("%d/%d", st.ReadyNodeCount, st.NodeCount),
-				freeOfAllocatable(st, corev1.ResourceCPU),
-				freeOfAllocatable(st, corev1.ResourceMemory),
-				gpus(st),
-				machines(st, wide),
-				features(st, wide),
-				inventoryAge(st.ObservedAt.Time, now, o.staleAfter()),
-			)
-		}
-		row = append(row, o.agent(c, inv))
+		r := o.Row(c, inv, now, wide)
+		row := []string{r.Name, r.Available, r.Nodes, r.CPU, r.Memory, r.GPUs, r.Machines, r.Features, r.Inventory, r.Agent}
 		if wide {
 			other := "-"
 			if inv != nil {
@@ -146,6 +126,43 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 		t.Row(row...)
 	}
 	return t.Flush()
+}
+
+// Inventories are the fleet's ClusterInventories by cluster name: only the agent's report of
+// each cluster counts, as on the hub.
+func Inventories(fleet *simulate.Fleet) map[string]*fleetfitv1alpha1.ClusterInventory {
+	inventories := map[string]*fleetfitv1alpha1.ClusterInventory{}
+	for _, inv := range fleet.Inventories {
+		if cache.InventoryName(inv) {
+			inventories[inv.Namespace] = inv
+		}
+	}
+	return inventories
+}
+
+// ClusterRow is one cluster as the table of `get clusters` shows it, column by column.
+type ClusterRow struct {
+	Name, Available, Nodes, CPU, Memory, GPUs, Machines, Features, Inventory, Agent string
+}
+
+// Row is cluster c with its agent's inventory inv (nil when it has none) as the table shows it
+// at now; wide names every feature and machine group. fleetfit ui shows the same text.
+func (o *ClustersOptions) Row(c *clusterv1.ManagedCluster, inv *fleetfitv1alpha1.ClusterInventory, now time.Time, wide bool) ClusterRow {
+	r := ClusterRow{Name: c.Name, Available: available(c), Agent: o.agent(c, inv)}
+	if inv == nil {
+		r.Nodes, r.CPU, r.Memory, r.GPUs, r.Machines, r.Features = "-", "-", "-", "-", "-", "-"
+		r.Inventory = o.noInventory(c)
+		return r
+	}
+	st := &inv.Status
+	r.Nodes = fmt.Sprintf("%d/%d", st.ReadyNodeCount, st.NodeCount)
+	r.CPU = freeOfAllocatable(st, corev1.ResourceCPU)
+	r.Memory = freeOfAllocatable(st, corev1.ResourceMemory)
+	r.GPUs = gpus(st)
+	r.Machines = machines(st, wide)
+	r.Features = features(st, wide)
+	r.Inventory = inventoryAge(st.ObservedAt.Time, now, o.staleAfter())
+	return r
 }
 
 // noInventory says why a cluster has no inventory: on a hub, its agent (the add-on) has not

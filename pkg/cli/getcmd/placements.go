@@ -168,24 +168,32 @@ func decidedClusters(f *simulate.Fleet) map[string][]string {
 func intentsOf(all []*fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, fromHub bool) string {
 	var parts []string
 	for _, in := range hpa.IntentsOf(p.Namespace, p.Name, all, fromHub) {
-		var states []string
-		for _, t := range []string{fleetfitv1alpha1.ConditionValid, fleetfitv1alpha1.ConditionScheduled, fleetfitv1alpha1.ConditionDelivered} {
-			c := meta.FindStatusCondition(in.Status.Conditions, t)
-			switch {
-			case c == nil:
-			case c.Status == "True" && t != fleetfitv1alpha1.ConditionValid:
-				states = append(states, t)
-			case c.Status == "False":
-				states = append(states, "Not"+t)
-			}
-		}
-		for _, m := range in.Status.MovingFrom() {
-			// Its pods stayed unschedulable there; the cluster keeps the workload until it is
-			// available where it moves.
-			states = append(states, "MovingFrom="+m.From)
-		}
+		states := IntentStates(in)
 		parts = append(parts, fmt.Sprintf("%s (%s)", in.Name, output.Or(strings.Join(states, ","), "pending")))
 	}
 	slices.Sort(parts)
 	return output.Or(strings.Join(parts, ", "), "-")
+}
+
+// IntentStates are an HPAIntent's Scheduled and Delivered conditions as the table names them
+// (Scheduled, NotDelivered, NotValid when it is invalid), then the clusters its workload is
+// moving away from (status.moves not completed), as "MovingFrom=cluster2".
+func IntentStates(in *fleetfitv1alpha1.HPAIntent) []string {
+	var states []string
+	for _, t := range []string{fleetfitv1alpha1.ConditionValid, fleetfitv1alpha1.ConditionScheduled, fleetfitv1alpha1.ConditionDelivered} {
+		c := meta.FindStatusCondition(in.Status.Conditions, t)
+		switch {
+		case c == nil:
+		case c.Status == "True" && t != fleetfitv1alpha1.ConditionValid:
+			states = append(states, t)
+		case c.Status == "False":
+			states = append(states, "Not"+t)
+		}
+	}
+	for _, m := range in.Status.MovingFrom() {
+		// Its pods stayed unschedulable there; the cluster keeps the workload until it is
+		// available where it moves.
+		states = append(states, "MovingFrom="+m.From)
+	}
+	return states
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
 
+// Amount prints a quantity of a resource as the tables do (fleetfit ui too). See amount.
+func Amount(name corev1.ResourceName, q resource.Quantity) string { return amount(name, q) }
+
 // amount prints a quantity of a resource for a table: cores with at most one decimal, bytes
 // in binary units with at most one decimal, anything else as a count. An amount those forms
 // cannot hold in an int64 (cpu 1e19, memory 1e308) is printed as Kubernetes writes it,
