@@ -36,6 +36,9 @@ type Pod struct {
 	// Compile sets it, so that a filter over a large fleet does not build it
 	// per cluster.
 	What string
+	// Split, when the intent divides the replicas among clusters, says how;
+	// Replicas is then the total, and a cluster runs its share.
+	Split *Split
 }
 
 // targetKey identifies the workload object a consumer targets.

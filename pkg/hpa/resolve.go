@@ -163,6 +163,13 @@ func Resolve(intent *v1alpha1.HPAIntent) (*Resolved, error) {
 	if len(ps) > 0 {
 		return nil, ps.err()
 	}
+	split, ps := resolveSplit(intent.Spec.Split, out.Pods)
+	if len(ps) > 0 {
+		return nil, ps.err()
+	}
+	if split != nil {
+		out.Pods[0].Split = split
+	}
 	return out, nil
 }
 

@@ -37,7 +37,11 @@ type Result struct {
 	ordered  []int
 	selected []int
 
-	// Unscheduled is numberOfClusters minus the number selected, when numberOfClusters is set.
+	// Divisions are the shares of the placement's split intents over the selected clusters.
+	Divisions []framework.Division
+
+	// Unscheduled is numberOfClusters minus the number selected, when numberOfClusters is set
+	// (0 for a split placement whose divisions place every replica).
 	Unscheduled int
 	// RequeueAfter is when the result may change by itself (a toleration expires), or 0.
 	RequeueAfter time.Duration

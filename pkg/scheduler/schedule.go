@@ -277,10 +277,32 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 		res.Status = st
 		return res
 	}
-	res.selected = selected
 	if p.Spec.NumberOfClusters != nil {
 		res.Unscheduled = max(want-len(selected), 0)
 	}
+	// 5b. Split intents divide their replicas among the selected clusters; the clusters that
+	// get no share in any are not needed.
+	if divisions := s.split(ctx, state, snap, req, selected); len(divisions) > 0 {
+		res.Divisions = divisions
+		needed := make([]int, 0, len(selected))
+		unplaced := int32(0)
+		for _, i := range selected {
+			for k := range divisions {
+				if divisions[k].ShareOf(i) > 0 {
+					needed = append(needed, i)
+					break
+				}
+			}
+		}
+		for k := range divisions {
+			unplaced += divisions[k].Unplaced
+		}
+		selected = needed
+		if unplaced == 0 {
+			res.Unscheduled = 0
+		}
+	}
+	res.selected = selected
 
 	// 6. The earliest time at which the result may change by itself, as the next cycle will
 	// see it: with this cycle's selection as the decided clusters (a toleration that expires
@@ -296,6 +318,19 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 		}
 	}
 	return res
+}
+
+// split asks the filters that divide replicas for their divisions of the selected clusters.
+func (s *Scheduler) split(ctx context.Context, state *framework.CycleState, snap *framework.Snapshot, req *framework.Request, selected []int) []framework.Division {
+	var out []framework.Division
+	for _, f := range s.filters {
+		if sp, ok := f.(framework.SplitPlugin); ok {
+			start := time.Now()
+			out = append(out, sp.Split(ctx, state, snap, req, selected)...)
+			s.metrics.ObservePlugin("Split", sp.Name(), time.Since(start))
+		}
+	}
+	return out
 }
 
 type filterOutcome struct {

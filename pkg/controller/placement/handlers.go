@@ -263,6 +263,15 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 			if old.Spec.PlacementRef.Name != in.Spec.PlacementRef.Name {
 				onIntent(old)
 			}
+			// A split that placed all its replicas, or no longer does, changes whether its
+			// placement waits for room (our own status write: no cycle needed).
+			if c.started.Load() && !equality.Semantic.DeepEqual(old.Status.Split, in.Status.Split) {
+				for _, name := range hpa.PlacementsOf(in) {
+					if p, err := c.placements.Placements(in.Namespace).Get(name); err == nil {
+						c.trackInterest(p, false)
+					}
+				}
+			}
 		},
 		Delete: func(in *fleetfitv1alpha1.HPAIntent) {
 			c.scheduledWrites.Delete(in.UID)

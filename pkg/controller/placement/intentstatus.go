@@ -52,26 +52,32 @@ func Reserve(c *cache.Cache, p *clusterv1beta1.Placement, intents []*fleetfitv1a
 	if added.Len() == 0 {
 		return
 	}
-	var pods []*hpa.Pod
+	type intentPod struct {
+		pod    *hpa.Pod
+		status *fleetfitv1alpha1.HPAIntentStatus
+	}
+	var pods []intentPod
 	for _, in := range intents {
 		compiled, err := c.Intent(in)
 		if err != nil {
 			return // validation reports it; the cycle would have failed first
 		}
 		for i := range compiled.Pods {
-			pods = append(pods, &compiled.Pods[i])
+			pods = append(pods, intentPod{&compiled.Pods[i], &in.Status})
 		}
 	}
 	for _, name := range sets.List(added) {
 		base := framework.RequestedTotals(c.Inventory(name))
 		rs := make([]framework.Reservation, 0, len(pods))
-		for _, pod := range pods {
-			if pod.Replicas <= 0 {
+		for _, ip := range pods {
+			// A split pod holds its share there (intents carry the cycle's status).
+			replicas := ip.pod.ReplicasOn(ip.status, name)
+			if replicas <= 0 {
 				continue
 			}
 			rs = append(rs, framework.Reservation{
-				Placement: key, Request: pod.Request, Replicas: int64(pod.Replicas),
-				Amounts: pod.Amounts(), Base: base, Until: now.Add(timeout),
+				Placement: key, Request: ip.pod.Request, Replicas: int64(replicas),
+				Amounts: ip.pod.AmountsOf(replicas), Base: base, Until: now.Add(timeout),
 			})
 		}
 		c.Reserve(name, key, rs, now)
@@ -199,7 +205,12 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 		budget -= len(cc.Clusters)
 		status.Candidates = append(status.Candidates, cc)
 	}
-	meta.SetStatusCondition(&status.Conditions, scheduledCondition(in, p, res.Decisions(), res))
+	status.Split = splitStatus(in, res)
+	cond := scheduledCondition(in, p, res.Decisions(), res)
+	if status.Split != nil {
+		cond = splitCondition(cond, p, status.Split)
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
 	status.ScheduledPlacement = p.Name
 	return status, !equality.Semantic.DeepEqual(*status, in.Status)
 }
@@ -327,4 +338,58 @@ func backedOff(req *framework.Request, cluster string) bool {
 		}
 	}
 	return false
+}
+
+// splitStatus is the division of the intent's replicas the cycle made, by cluster name; nil
+// for an intent that does not split.
+func splitStatus(in *fleetfitv1alpha1.HPAIntent, res *scheduler.Result) *fleetfitv1alpha1.SplitStatus {
+	for k := range res.Divisions {
+		d := &res.Divisions[k]
+		if d.Intent != in.Name {
+			continue
+		}
+		out := &fleetfitv1alpha1.SplitStatus{Replicas: d.Total, Unplaced: d.Unplaced}
+		for j, i := range d.Clusters {
+			if d.Shares[j] > 0 {
+				out.Shares = append(out.Shares, fleetfitv1alpha1.ClusterShare{ClusterName: res.Snapshot().Cluster(i).Name(), Replicas: d.Shares[j]})
+			}
+		}
+		slices.SortFunc(out.Shares, func(a, b fleetfitv1alpha1.ClusterShare) int { return strings.Compare(a.ClusterName, b.ClusterName) })
+		return out
+	}
+	return nil
+}
+
+// ReasonPartlyScheduled is the reason of a split intent's Scheduled condition while some of
+// its replicas wait for room.
+const ReasonPartlyScheduled = "PartlyScheduled"
+
+// splitCondition words the Scheduled condition of a split intent: the shares, and how many
+// replicas wait for room.
+func splitCondition(cond metav1.Condition, p *clusterv1beta1.Placement, s *fleetfitv1alpha1.SplitStatus) metav1.Condition {
+	shares := make([]string, 0, maxListed)
+	for _, sh := range s.Shares[:min(len(s.Shares), maxListed)] {
+		shares = append(shares, fmt.Sprintf("%s %d", sh.ClusterName, sh.Replicas))
+	}
+	if len(s.Shares) > maxListed {
+		shares = append(shares, fmt.Sprintf("and %d more clusters", len(s.Shares)-maxListed))
+	}
+	placed := s.Replicas - s.Unplaced
+	switch {
+	case s.Unplaced == 0:
+		cond.Status, cond.Reason = metav1.ConditionTrue, "Scheduled"
+		cond.Message = fmt.Sprintf("Placement %s splits %d replicas over %d cluster(s): %s", p.Name, s.Replicas, len(s.Shares), strings.Join(shares, ", "))
+	case placed > 0:
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonPartlyScheduled
+		cond.Message = fmt.Sprintf("Placement %s places %d of %d replicas: %s; %d wait until a cluster has room for them",
+			p.Name, placed, s.Replicas, strings.Join(shares, ", "), s.Unplaced)
+	default:
+		cond.Status = metav1.ConditionFalse
+		if cond.Reason == "Scheduled" {
+			cond.Reason = "NoFeasibleCluster"
+		}
+		cond.Message = fmt.Sprintf("none of the %d replicas is placed (split.allOrNothing, or no room for the smallest share): ", s.Replicas) + cond.Message
+	}
+	cond.Message = textcap.Truncate(cond.Message, textcap.MaxMessage)
+	return cond
 }

@@ -84,7 +84,28 @@ func (c *Controller) interestOf(p *clusterv1beta1.Placement) interest {
 		return interest{}
 	}
 	waiting := p.Spec.NumberOfClusters == nil || p.Status.NumberOfSelectedClusters < *p.Spec.NumberOfClusters
+	if splits, placed := splitsPlaced(req.Intents); splits {
+		// A split placement decides as few clusters as hold its replicas: it waits only while
+		// some of them have no room.
+		waiting = !placed
+	}
 	return interest{waiting: waiting, follows: p.Spec.NumberOfClusters != nil && c.scheduler.Follows(p)}
+}
+
+// splitsPlaced reports whether every intent splits its replicas (spec.split), and then
+// whether every one has placed them all.
+func splitsPlaced(intents []*fleetfitv1alpha1.HPAIntent) (splits, placed bool) {
+	if len(intents) == 0 {
+		return false, false
+	}
+	placed = true
+	for _, in := range intents {
+		if in.Spec.Split == nil {
+			return false, false
+		}
+		placed = placed && in.Status.Split != nil && in.Status.Split.Unplaced == 0 && len(in.Status.Split.Shares) > 0
+	}
+	return true, placed
 }
 
 // trackInterest records a placement's interest (or forgets it, for a deleted one).

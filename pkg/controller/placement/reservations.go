@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 	"github.com/fleetfit/fleetfit/pkg/inventory"
 	"github.com/fleetfit/fleetfit/pkg/scheduler"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
@@ -57,7 +58,7 @@ func persistedReservations(in *fleetfitv1alpha1.HPAIntent, snap *framework.Snaps
 		if !decided.Has(r.ClusterName) || !now.Before(r.Since.Add(timeout)) || held.Has(r.ClusterName) {
 			continue
 		}
-		if seen(snap, r, amounts) {
+		if seen(snap, r, amountsOn(compiled, &in.Status, r.ClusterName)) {
 			continue
 		}
 		held.Insert(r.ClusterName)
@@ -100,6 +101,24 @@ func setRequested(list corev1.ResourceList, name corev1.ResourceName, q resource
 	}
 	list[name] = q
 	return list
+}
+
+// amountsOn is what the intent's pods request in all on the cluster: a split pod its share
+// there (from status), the others all their replicas.
+func amountsOn(compiled *hpa.Intent, status *fleetfitv1alpha1.HPAIntentStatus, cluster string) corev1.ResourceList {
+	if compiled.SplitOf() == nil {
+		return compiled.Amounts()
+	}
+	out := corev1.ResourceList{}
+	for k := range compiled.Pods {
+		pod := &compiled.Pods[k]
+		for name, q := range pod.AmountsOf(pod.ReplicasOn(status, cluster)) {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	return out
 }
 
 // seen reports whether the cluster's current inventory shows the reserved amounts consumed.
@@ -162,9 +181,8 @@ func RestoreReservations(c *cache.Cache, intents []*fleetfitv1alpha1.HPAIntent, 
 		if err != nil {
 			continue
 		}
-		amounts := compiled.Amounts()
 		for _, r := range in.Status.Reservations {
-			if !decided.Has(r.ClusterName) || !now.Before(r.Since.Add(timeout)) || seen(snap, r, amounts) {
+			if !decided.Has(r.ClusterName) || !now.Before(r.Since.Add(timeout)) || seen(snap, r, amountsOn(compiled, &in.Status, r.ClusterName)) {
 				continue
 			}
 			s := slot{r.ClusterName, key}
@@ -173,11 +191,12 @@ func RestoreReservations(c *cache.Cache, intents []*fleetfitv1alpha1.HPAIntent, 
 			}
 			for k := range compiled.Pods {
 				pod := &compiled.Pods[k]
-				if pod.Replicas <= 0 {
+				replicas := pod.ReplicasOn(&in.Status, r.ClusterName)
+				if replicas <= 0 {
 					continue
 				}
-				res := reservationOf(r, pod.Amounts(), timeout)
-				res.Placement, res.Request, res.Replicas = key, pod.Request, int64(pod.Replicas)
+				res := reservationOf(r, pod.AmountsOf(replicas), timeout)
+				res.Placement, res.Request, res.Replicas = key, pod.Request, int64(replicas)
 				held[s] = append(held[s], res)
 			}
 		}

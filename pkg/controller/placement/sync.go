@@ -204,7 +204,8 @@ func (c *Controller) scheduleCycle(ctx context.Context, p *clusterv1beta1.Placem
 		}
 		c.commits.wait(ticket)
 		before := snap.DecidedNames(p.Namespace + "/" + p.Name)
-		if c.reserveIfCurrent(epoch, p, intents, before, plan.Result.Decisions(), now) {
+		// The planned intents carry the cycle's shares, which split intents reserve.
+		if c.reserveIfCurrent(epoch, p, plan.Intents, before, plan.Result.Decisions(), now) {
 			c.commits.end(ticket)
 			for i, in := range intents {
 				plan.Intents[i].Status.Reservations = persistedReservations(in, snap, before, plan.Result.Decisions(), now, c.reservationTimeout())

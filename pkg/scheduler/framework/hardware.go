@@ -100,7 +100,8 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time, 
 		if pod.Replicas <= 0 {
 			continue
 		}
-		replicas := int64(pod.Replicas)
+		// A split pod needs its smallest share here; the others all their replicas.
+		replicas := int64(pod.PerCluster())
 		placed := alloc.Place(pod.Request, replicas)
 		if placed >= replicas {
 			continue
@@ -116,6 +117,9 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time, 
 		}
 		if placed == 0 {
 			return false, pod.What + ": no node has room left for a replica once other consumers and in-flight placements are counted"
+		}
+		if pod.Split != nil {
+			return false, fmt.Sprintf("%s: only %d replicas fit on the cluster's nodes, fewer than the smallest share of %d (split.minReplicas)", pod.What, placed, replicas)
 		}
 		return false, fmt.Sprintf("%s: only %d of %d replicas fit on the cluster's nodes", pod.What, placed, replicas)
 	}
@@ -193,4 +197,39 @@ func (c *ClusterInfo) fresh(now time.Time) (bool, string) {
 			age.Round(time.Second), c.StaleAfter, c.staleAddOn())
 	}
 	return true, ""
+}
+
+// SplitCapacity is how many replicas of a split pod the cluster can take now, up to limit:
+// what fits on its nodes, replica by replica as kube-scheduler would bind them, after the
+// active reservations of other placements (placementKey names the placement being
+// scheduled). The same per-node packing as fits, so that a share never promises room that
+// the filter would not. A cluster without a fresh inventory holds none.
+func (c *ClusterInfo) SplitCapacity(pod *hpa.Pod, placementKey string, now time.Time, limit int64) int64 {
+	if c.View == nil || !c.InventoryFresh(now) || limit <= 0 {
+		return 0
+	}
+	if _, unknown := c.View.Unreported(pod.Request.Selector()); unknown {
+		return 0
+	}
+	alloc := allocations.Get().(*inventory.Allocation)
+	defer allocations.Put(alloc)
+	alloc.Reset(c.View)
+	for k := range c.Reservations {
+		r := &c.Reservations[k]
+		if r.Placement != placementKey && r.Active(now) {
+			alloc.Place(r.Request, r.Replicas)
+		}
+	}
+	return alloc.Place(pod.Request, limit)
+}
+
+// ReservedBy reports whether the placement holds an active reservation on the cluster: its
+// newest pods there are promised, not yet seen running.
+func (c *ClusterInfo) ReservedBy(placementKey string, now time.Time) bool {
+	for k := range c.Reservations {
+		if r := &c.Reservations[k]; r.Placement == placementKey && r.Active(now) {
+			return true
+		}
+	}
+	return false
 }

@@ -97,6 +97,11 @@ type cycleState struct {
 	optionalWeight int64
 	// backoff are the clusters the intents moved away from, in back-off at the cycle's time
 	// (see backoffs), and backoffEnds when the first of those ends.
+	// weighted is set when a pod splits its replicas by weights: a cluster without weight
+	// does not pass.
+	weighted bool
+	// splits is set when a pod divides its replicas among clusters.
+	splits      bool
 	backoff     map[string]backoff
 	backoffEnds time.Time
 	// misconfigured is set when an intent does not compile; Filter returns it, so that the
@@ -126,6 +131,8 @@ func prepareWith(compile func(*fleetfitv1alpha1.HPAIntent) (*hpa.Intent, error),
 		for i := range compiled.Pods {
 			p := &compiled.Pods[i]
 			s.pods = append(s.pods, p)
+			s.weighted = s.weighted || p.Split != nil && p.Split.Policy == fleetfitv1alpha1.SplitByWeights
+			s.splits = s.splits || p.Split != nil
 			for _, c := range p.Consumers {
 				for k := range c.Optional {
 					s.optionalWeight += int64(c.Optional[k].Weight)
@@ -192,6 +199,10 @@ func (p *HardwareFit) ClusterChanged(ev framework.ClusterEvent, t *framework.Tar
 		return info.HardwareFits(s.pods, key, relaxed, ev.Now)
 	}
 	now := fits(ev.New)
+	if t.Decides && t.Waiting && s.splits && ev.MayAdmitMore() {
+		// Replicas of a split wait for room, which a decided cluster may now have.
+		return framework.Queue
+	}
 	if t.Decides {
 		if ev.Old == nil || now != fits(ev.Old) {
 			return framework.Queue
@@ -225,6 +236,9 @@ func (p *HardwareFit) Filter(ctx context.Context, state *framework.CycleState, s
 		if _, off := s.backoff[info.Name()]; off {
 			return
 		}
+		if s.weighted && unweighted(s.pods, info) != nil {
+			return
+		}
 		ok[k] = info.HardwareFits(s.pods, key, keep && req.Decided.Has(idx[k]), req.Now)
 	})
 	out := framework.NewBitset(candidates.Len())
@@ -247,6 +261,9 @@ func (p *HardwareFit) Reason(state *framework.CycleState, snap *framework.Snapsh
 	info := snap.Cluster(i)
 	if b, off := s.backoff[info.Name()]; off {
 		return b.why()
+	}
+	if s.weighted && unweighted(s.pods, info) != nil {
+		return "split by weights: no entry of split.weights matches the cluster's labels, so it gets no share; add a weight whose clusterSelector matches it"
 	}
 	_, why := info.FitsHardware(s.pods, req.Key(), req.KeepsDecided() && req.Decided.Has(i), req.Now)
 	return why
