@@ -187,10 +187,13 @@ func (c *Controller) intentHandler() toolscache.ResourceEventHandler {
 		Update: func(old, in *fleetfitv1alpha1.HPAIntent) {
 			oldValid, _ := hpa.IsValid(old)
 			valid, _ := hpa.IsValid(in)
-			// A move away from a cluster (status.moves) changes what its ManifestWork waits for.
+			// A move away from a cluster (status.moves) changes what its ManifestWork waits for;
+			// the shares of a split intent (status.split) what each cluster runs, or that a
+			// decided cluster may now get its ManifestWork.
 			if old.Generation != in.Generation || oldValid != valid || !old.DeletionTimestamp.Equal(in.DeletionTimestamp) ||
 				old.Status.ScheduledPlacement != in.Status.ScheduledPlacement ||
-				!equality.Semantic.DeepEqual(old.Status.Moves, in.Status.Moves) {
+				!equality.Semantic.DeepEqual(old.Status.Moves, in.Status.Moves) ||
+				!equality.Semantic.DeepEqual(old.Status.Split, in.Status.Split) {
 				c.enqueue(in)
 			}
 		},

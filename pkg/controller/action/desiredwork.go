@@ -1,6 +1,7 @@
 package action
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -21,7 +22,8 @@ import (
 // desiredWork builds the ManifestWork for a cluster: the intent's manifests, each consumer's
 // target mutated, objects without a namespace put in the intent's namespace, the namespaces
 // they need (those of machine-group guests opted in to the injector), and status feedback of
-// the workloads' replicas.
+// the workloads' replicas. For an intent that splits its replicas, the workload runs the
+// cluster's share (split.go); a cluster without a share gets errNoShare, never the total.
 func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, optional map[string][]string) (*workv1.ManifestWork, error) {
 	objs := make([]*unstructured.Unstructured, len(r.Manifests))
 	for i, m := range r.Manifests {
@@ -55,6 +57,16 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 		}
 	}
 	sort.Strings(applied)
+	if in.Spec.Split != nil {
+		// The cluster runs its share of the replicas, never the total (split.go).
+		i, ok := splitTarget(r)
+		if !ok {
+			return nil, errors.New("the intent splits its replicas, but its consumers target no manifest")
+		}
+		if err := setShare(in, objs[i], cluster); err != nil {
+			return nil, err
+		}
+	}
 	if err := labelPods(in, objs); err != nil {
 		return nil, err
 	}
@@ -95,7 +107,7 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 		if resource, ok := feedbackResources[o.GetKind()]; ok {
 			w.Spec.ManifestConfigs = append(w.Spec.ManifestConfigs, workv1.ManifestConfigOption{
 				ResourceIdentifier: workv1.ResourceIdentifier{Group: o.GroupVersionKind().Group, Resource: resource, Name: o.GetName(), Namespace: o.GetNamespace()},
-				FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.WellKnownStatusType}},
+				FeedbackRules:      feedbackRules(o.GetKind()),
 			})
 		}
 	}
@@ -172,6 +184,35 @@ func optInToInjection(objs []*unstructured.Unstructured, guests sets.Set[string]
 var feedbackResources = map[string]string{
 	"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets",
 	"ReplicaSet": "replicasets", "Job": "jobs", "Pod": "pods",
+}
+
+// Status feedback of a Job's pods that are ready now, beside OCM's well-known JobComplete and
+// JobSucceeded.
+const feedbackJobReady = "JobReady"
+
+// replicaPaths are the status fields OCM's well-known rule reports for a Deployment, under the
+// same names, for the kinds it has no rule for.
+var replicaPaths = []workv1.JsonPath{
+	{Name: "ReadyReplicas", Path: ".status.readyReplicas"},
+	{Name: "Replicas", Path: ".status.replicas"},
+	{Name: "AvailableReplicas", Path: ".status.availableReplicas"},
+}
+
+// feedbackRules are the status feedback rules of a kind of feedbackResources. OCM's work agent
+// has well-known rules for Deployment, DaemonSet, Job and Pod only: a StatefulSet or a
+// ReplicaSet gets a Deployment's replica counts through JSON paths (a well-known rule would
+// fail there), and a Job its ready pods besides its well-known completion.
+func feedbackRules(kind string) []workv1.FeedbackRule {
+	switch kind {
+	case "StatefulSet", "ReplicaSet":
+		return []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: slices.Clone(replicaPaths)}}
+	case "Job":
+		return []workv1.FeedbackRule{
+			{Type: workv1.WellKnownStatusType},
+			{Type: workv1.JSONPathsType, JsonPaths: []workv1.JsonPath{{Name: feedbackJobReady, Path: ".status.ready"}}},
+		}
+	}
+	return []workv1.FeedbackRule{{Type: workv1.WellKnownStatusType}}
 }
 
 // namespaced reports whether an object's kind is namespaced, for the kinds an intent carries;

@@ -88,11 +88,12 @@ func depart(cluster string, moving bool, work *workv1.ManifestWork, decided []st
 // a move may remove it from the old one: its delivery is Available (OCM's work agent says
 // every object of w exists there), and the status feedback shows its workloads ready as asked
 // where it tells: ReadyReplicas ≥ Replicas, NumberReady ≥ DesiredNumberScheduled, a Pod
-// Ready or Succeeded. OCM's Available alone is no proof that anything runs: a Deployment whose
-// pods wait for a node exists all the same, and the agent marks the work Available before its
-// first feedback, so a kind it reports (reportedKinds) counts only once reported. A workload
-// the feedback says nothing of (a Job that has not completed, a CronJob, a StatefulSet where
-// the agent has no rule for it) is taken as the condition says.
+// Ready or Succeeded, a Job with pods ready or succeeded. OCM's Available alone is no proof
+// that anything runs: a Deployment whose pods wait for a node exists all the same, and the
+// agent marks the work Available before its first feedback, so a kind it reports
+// (reportedKinds) counts only once reported. A workload the feedback says nothing of (a
+// CronJob, a StatefulSet delivered before the hub asked for its feedback) is taken as the
+// condition says.
 func replacementAvailable(w *workv1.ManifestWork) bool {
 	if state, _ := deliveryState(w); state != fleetfitv1alpha1.DeliveryAvailable {
 		return false
@@ -110,10 +111,10 @@ func replacementAvailable(w *workv1.ManifestWork) bool {
 	return true
 }
 
-// reportedKinds are the kinds OCM's work agent has well-known status feedback for: until it
-// reports theirs, they are not known to run, even when the ManifestWork is Available (it
-// is as soon as the objects exist, before the first feedback).
-var reportedKinds = sets.New("Deployment", "DaemonSet", "Pod", "Job")
+// reportedKinds are the kinds whose status feedback OCM's work agent reports (feedbackRules):
+// until it reports theirs, they are not known to run, even when the ManifestWork is Available
+// (it is as soon as the objects exist, before the first feedback).
+var reportedKinds = sets.New("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Pod", "Job")
 
 // readyAsAsked reads one workload's status feedback (see replacementAvailable).
 func readyAsAsked(kind string, values map[string]workv1.FieldValue) bool {
@@ -126,6 +127,12 @@ func readyAsAsked(kind string, values map[string]workv1.FieldValue) bool {
 			return *v.Integer
 		}
 		return 0
+	}
+	if kind == "Job" {
+		// Its pods end one by one: it runs once some are ready, or some have succeeded.
+		_, succeeded := values["JobSucceeded"]
+		complete, isString := values["JobComplete"]
+		return succeeded || integer(feedbackJobReady) > 0 || isString && complete.String != nil && *complete.String == "True"
 	}
 	if _, ok := values["Replicas"]; ok {
 		return integer("ReadyReplicas") >= integer("Replicas")
@@ -160,12 +167,12 @@ func orList(names []string) string {
 //   - DaemonSet: NumberReady and NumberAvailable are 0 or absent, once it reports
 //     DesiredNumberScheduled;
 //   - Pod: PodPhase is Pending, Succeeded or Failed and PodReady is not True;
-//   - Job: JobComplete is True (it ran to its end; the well-known feedback does not count a
-//     running Job's active pods, so a Job that has not completed may run).
+//   - Job: JobComplete is True (it ran to its end; a Job that has not completed may run pods
+//     that are not ready yet).
 //
-// A workload without that feedback — the agent has not reported it yet, or OCM's well-known
-// rules have none for its kind (CronJob; StatefulSet and ReplicaSet in OCM releases without
-// them) — may run, and so does w. The conservative answer keeps the ManifestWork until the
+// A workload without that feedback — the agent has not reported it yet, or the hub asks for
+// none for its kind (CronJob; StatefulSet and ReplicaSet delivered before it asked) — may run,
+// and so does w. The conservative answer keeps the ManifestWork until the
 // replacement is available.
 func runsNothing(w *workv1.ManifestWork) bool {
 	feedback := feedbackByManifest(w)

@@ -191,7 +191,8 @@ func TestReplacementAvailable(t *testing.T) {
 		"available, pods not ready":         {work: workloadWork(available, integer("Replicas", 2), integer("ReadyReplicas", 1)), want: false},
 		"available, ready as asked":         {work: workloadWork(available, integer("Replicas", 2), integer("ReadyReplicas", 2)), want: true},
 		"available, no feedback yet":        {work: workloadWork(available), want: false},
-		"available, a kind without rules":   {work: kindWork("StatefulSet", available), want: true},
+		"available, a kind without rules":   {work: kindWork("CronJob", available), want: true},
+		"a StatefulSet not reported yet":    {work: kindWork("StatefulSet", available), want: false},
 		"a Deployment reported empty":       {work: withEmptyFeedback(workloadWork(available)), want: false},
 		"a DaemonSet not on every node yet": {work: workloadWork(available, integer("DesiredNumberScheduled", 3), integer("NumberReady", 2)), want: false},
 	}
@@ -274,10 +275,13 @@ func TestMakeBeforeBreak(t *testing.T) {
 	}
 	got := intentNow()
 	wantClusters := []v1alpha1.ClusterDelivery{
+		// The old ManifestWork's Deployment asks for 1 replica; the feedback is what the test says.
 		{ClusterName: "cluster1", ManifestWork: WorkName(in), State: v1alpha1.DeliveryAvailable,
-			Message: "moving away: kept until the workload is available on cluster2; Deployment web: 2/2 ready"},
+			Message:  "moving away: kept until the workload is available on cluster2; Deployment web: 2/2 ready",
+			Replicas: ptr.To[int32](1), ReadyReplicas: ptr.To[int32](2)},
 		{ClusterName: "cluster2", ManifestWork: WorkName(in), State: v1alpha1.DeliveryPending,
-			Message: "3 pods unschedulable for 6m: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu"},
+			Message:  "waiting for the work agent; 3 pods unschedulable for 6m: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
+			Replicas: ptr.To[int32](1)},
 	}
 	if diff := cmp.Diff(wantClusters, got.Status.Clusters, cmpopts.IgnoreFields(v1alpha1.ClusterDelivery{}, "LastTransitionTime")); diff != "" {
 		t.Errorf("status.clusters (-want,+got):\n%s", diff)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	clusterfake "open-cluster-management.io/api/client/cluster/clientset/versioned/fake"
 	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
 	workfake "open-cluster-management.io/api/client/work/clientset/versioned/fake"
@@ -286,7 +287,8 @@ func TestLongNamesAreDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantClusters := []v1alpha1.ClusterDelivery{{ClusterName: "cluster1", ManifestWork: WorkName(in), State: v1alpha1.DeliveryPending}}
+	wantClusters := []v1alpha1.ClusterDelivery{{ClusterName: "cluster1", ManifestWork: WorkName(in), State: v1alpha1.DeliveryPending,
+		Message: "waiting for the work agent", Replicas: ptr.To[int32](1)}}
 	if diff := cmp.Diff(wantClusters, updated.Status.Clusters, cmpopts.IgnoreFields(v1alpha1.ClusterDelivery{}, "LastTransitionTime")); diff != "" {
 		t.Errorf("status.clusters (-want,+got):\n%s", diff)
 	}

@@ -21,18 +21,19 @@ import (
 )
 
 // updateStatus writes status.clusters, the Delivered condition and the moves that completed,
-// from the ManifestWorks. generation is the intent's generation that was delivered.
+// from the ManifestWorks. generation is the intent's generation that was delivered; delivered
+// are the ManifestWorks as the sync left them, by cluster, which the informer may not hold yet.
 //
 // The status is written whole with the resourceVersion it was read at, so that nothing
 // another controller wrote meanwhile (the placement controller's conditions, the reschedule
 // controller's moves) is lost: on a conflict the intent is read again and its status computed
 // anew from the fresh one.
 func (c *Controller) updateStatus(ctx context.Context, in *fleetfitv1alpha1.HPAIntent, generation int64, clusters []string,
-	departures []departure, deliveryErrs []error) error {
+	delivered map[string]*workv1.ManifestWork, departures []departure, deliveryErrs []error) error {
 	now := c.opts.Clock.Now()
 	intents := c.clients.Fleetfit.FleetfitV1alpha1().HPAIntents(in.Namespace)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		status := c.statusOf(in, generation, clusters, departures, deliveryErrs, now)
+		status := c.statusOf(in, generation, clusters, delivered, departures, deliveryErrs, now)
 		if equality.Semantic.DeepEqual(*status, in.Status) {
 			return nil
 		}
@@ -60,8 +61,8 @@ func (c *Controller) updateStatus(ctx context.Context, in *fleetfitv1alpha1.HPAI
 
 // statusOf returns the intent's status with the deliveries on the decided clusters and on the
 // clusters kept for a move, the Delivered condition, and the moves completed now.
-func (c *Controller) statusOf(in *fleetfitv1alpha1.HPAIntent, generation int64, clusters []string, departures []departure,
-	deliveryErrs []error, now time.Time) *fleetfitv1alpha1.HPAIntentStatus {
+func (c *Controller) statusOf(in *fleetfitv1alpha1.HPAIntent, generation int64, clusters []string,
+	delivered map[string]*workv1.ManifestWork, departures []departure, deliveryErrs []error, now time.Time) *fleetfitv1alpha1.HPAIntentStatus {
 	status := in.Status.DeepCopy()
 	at := metav1.NewTime(now)
 	previous := map[string]fleetfitv1alpha1.ClusterDelivery{}
@@ -71,8 +72,15 @@ func (c *Controller) statusOf(in *fleetfitv1alpha1.HPAIntent, generation int64, 
 	delivery := func(cluster, why string) fleetfitv1alpha1.ClusterDelivery {
 		d := fleetfitv1alpha1.ClusterDelivery{ClusterName: cluster, ManifestWork: WorkName(in), State: fleetfitv1alpha1.DeliveryPending}
 		var msg string
-		if w, err := c.works.ManifestWorks(cluster).Get(WorkName(in)); err == nil {
+		w := delivered[cluster]
+		if w == nil {
+			w, _ = c.works.ManifestWorks(cluster).Get(WorkName(in))
+		}
+		if w != nil {
 			d.State, msg = deliveryState(w)
+			d.Replicas, d.ReadyReplicas = workloadReplicas(in, w)
+		} else if why == "" && waitsForShare(in, cluster) {
+			why = "waiting for the cluster's share of the replicas"
 		}
 		d.Message = joinNotes(why, msg, unschedulableNote(c.inventory(cluster), in, now))
 		d.LastTransitionTime = at

@@ -22,6 +22,7 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/conflict"
 	"github.com/fleetfit/fleetfit/pkg/delivery"
 	"github.com/fleetfit/fleetfit/pkg/hpa"
+	"github.com/fleetfit/fleetfit/pkg/logs"
 	"github.com/fleetfit/fleetfit/pkg/textcap"
 )
 
@@ -84,9 +85,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	var errs []error
+	// delivered are the ManifestWorks as this sync left them, which the informer may not hold
+	// yet: the status reports the replicas they deliver.
+	delivered := map[string]*workv1.ManifestWork{}
 	for _, cluster := range clusters {
-		if err := c.deliver(ctx, in, compiled, cluster); err != nil {
+		w, err := c.deliver(ctx, in, compiled, cluster)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", cluster, err))
+		}
+		if w != nil {
+			delivered[cluster] = w
 		}
 	}
 	// The clusters the intent left: their ManifestWorks go, unless a move away from them
@@ -120,7 +128,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// A conflict is another writer's newer ManifestWork, not a failed delivery: it is
 	// retried, and the Delivered condition does not report it.
 	failures := slices.DeleteFunc(slices.Clone(errs), conflict.Only)
-	if err := c.updateStatus(ctx, current, in.Generation, clusters, departures, failures); err != nil {
+	if err := c.updateStatus(ctx, current, in.Generation, clusters, delivered, departures, failures); err != nil {
 		errs = append(errs, err)
 	}
 	if end, ok := nextBackoffEnd(&current.Status, clusters, c.opts.Clock.Now()); ok {
@@ -147,33 +155,46 @@ func (c *Controller) decidedClusters(in *fleetfitv1alpha1.HPAIntent) ([]string, 
 	return sets.List(names), nil
 }
 
-// deliver creates or updates the intent's ManifestWork on one cluster.
-func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent, compiled *hpa.Intent, cluster string) error {
+// deliver creates or updates the intent's ManifestWork on one cluster, and returns it as it is
+// stored now: the one it wrote, the existing one when it had nothing to change, nil when the
+// cluster has none (it waits for its share of a split intent's replicas, or the write failed).
+func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent, compiled *hpa.Intent, cluster string) (*workv1.ManifestWork, error) {
 	existing, err := c.works.ManifestWorks(cluster).Get(WorkName(in))
 	if err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return nil, err
 	}
 	if apierrors.IsNotFound(err) {
 		existing = nil
 	}
+	if waitsForShare(in, cluster) {
+		// The placement controller writes the shares before the decisions; this intent's
+		// status update, with the cluster's share, requeues it. What the cluster has meanwhile
+		// stays as it is.
+		klog.FromContext(ctx).V(logs.Changes).Info("Waiting for the cluster's share of the replicas", "cluster", cluster)
+		return existing, nil
+	}
 	optional := c.optionalFor(compiled, cluster, existing)
 	want, err := desiredWork(in, &compiled.Resolved, cluster, optional)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keepJobTemplates(existing, want)
+	if in.Spec.Split != nil {
+		keepJobCompletions(existing, want)
+	}
 	works := c.clients.Work.WorkV1().ManifestWorks(cluster)
 	if existing == nil {
-		if _, err := works.Create(ctx, want, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating ManifestWork %s/%s: %w", cluster, want.Name, err)
+		created, err := works.Create(ctx, want, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("creating ManifestWork %s/%s: %w", cluster, want.Name, err)
 		}
 		c.clients.Recorder.Eventf(in, nil, corev1.EventTypeNormal, "Delivering", "CreateManifestWork", "Created ManifestWork %s/%s", cluster, want.Name)
-		return nil
+		return created, nil
 	}
 	if sameSpec(existing.Spec, want.Spec) && equality.Semantic.DeepEqual(existing.Labels, want.Labels) &&
 		existing.Annotations[AnnotationOptional] == want.Annotations[AnnotationOptional] &&
 		existing.Annotations[AnnotationIntentName] == want.Annotations[AnnotationIntentName] {
-		return nil
+		return existing, nil
 	}
 	upd := existing.DeepCopy()
 	upd.Spec, upd.Labels = want.Spec, want.Labels
@@ -187,11 +208,12 @@ func (c *Controller) deliver(ctx context.Context, in *fleetfitv1alpha1.HPAIntent
 			delete(upd.Annotations, key)
 		}
 	}
-	if _, err := works.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating ManifestWork %s/%s: %w", cluster, want.Name, err)
+	updated, err := works.Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating ManifestWork %s/%s: %w", cluster, want.Name, err)
 	}
 	c.clients.Recorder.Eventf(in, nil, corev1.EventTypeNormal, "Delivering", "UpdateManifestWork", "Updated ManifestWork %s/%s", cluster, want.Name)
-	return nil
+	return updated, nil
 }
 
 // optionalFor returns, per consumer, the optional requirements to apply on a cluster: those
