@@ -186,7 +186,7 @@ func TestPlacements(t *testing.T) {
 		{Namespace: "apps", Name: "idle", Selected: "0/all", Satisfied: "Unknown", Reason: "-", Decisions: []DecidedCluster{}, Intents: []IntentSummary{}},
 		{Namespace: "demo", Name: "training", Selected: "2/2", Satisfied: "True", Reason: "AllDecisionsScheduled",
 			Decisions: []DecidedCluster{{Cluster: "cluster1", Score: 100}, {Cluster: "cluster2", Score: 40}},
-			Intents: []IntentSummary{{Name: "training", States: []string{"Scheduled", "NotDelivered"}, Message: "cluster2: waiting for the work agent", Delivery: in.Status.Clusters}}},
+			Intents:   []IntentSummary{{Name: "training", States: []string{"Scheduled", "NotDelivered"}, Message: "cluster2: waiting for the work agent", Delivery: in.Status.Clusters}}},
 	}
 	if diff := cmp.Diff(want, got.Items, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Created" }, cmp.Ignore()),
 		cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".LastTransitionTime" }, cmp.Ignore())); diff != "" {

@@ -109,12 +109,20 @@ type Block struct {
 type Tile struct {
 	Count int64 `json:"count"`
 	// GPUs free on each node of the tile, of GPUsAllocatable; GPUModel their model.
-	GPUs            int64   `json:"gpus"`
-	GPUsAllocatable int64   `json:"gpusAllocatable"`
-	GPUModel        string  `json:"gpuModel,omitempty"`
-	CPU             Amounts `json:"cpu"`
-	Memory          Amounts `json:"memory"`
-	Tainted         bool    `json:"tainted"`
+	GPUs            int64  `json:"gpus"`
+	GPUsAllocatable int64  `json:"gpusAllocatable"`
+	GPUModel        string `json:"gpuModel,omitempty"`
+	// CPU and Memory are free and allocatable on each node, in milli-units (memory in
+	// milli-bytes, as Kubernetes counts it): the page draws them and formats its tooltips.
+	CPU     MilliAmounts `json:"cpu"`
+	Memory  MilliAmounts `json:"memory"`
+	Tainted bool         `json:"tainted"`
+}
+
+// MilliAmounts are a free and an allocatable amount in milli-units.
+type MilliAmounts struct {
+	Free        int64 `json:"free"`
+	Allocatable int64 `json:"allocatable"`
 }
 
 // summaries is what a clusters snapshot derives once: every cluster's summary, in name
@@ -148,8 +156,8 @@ func summarize(all []*clusterv1.ManagedCluster, inventories map[string]*fleetfit
 			sum.HasInventory = true
 			sum.InventoryAt = st.ObservedAt.Time
 			sum.Stale = now.Sub(st.ObservedAt.Time) > staleAfter
-			sum.CPU = amountsOf(st, corev1.ResourceCPU)
-			sum.Memory = amountsOf(st, corev1.ResourceMemory)
+			sum.CPU = amountsOf(st, corev1.ResourceCPU, sum.Row.CPU)
+			sum.Memory = amountsOf(st, corev1.ResourceMemory, sum.Row.Memory)
 			sum.GPUs = gpuCounts(st)
 			view := inventory.NewView(st)
 			out.views[i] = view
@@ -203,15 +211,17 @@ func addTotals(st *fleetfitv1alpha1.ClusterInventoryStatus, name corev1.Resource
 	}
 }
 
-// amountsOf is the inventory's free and allocatable amount of name, as the CPU and MEMORY
-// columns of `get clusters` print them; nil when the inventory has none.
-func amountsOf(st *fleetfitv1alpha1.ClusterInventoryStatus, name corev1.ResourceName) *Amounts {
+// amountsOf is the inventory's free and allocatable amount of name, with text, the column of
+// `get clusters` that prints them; nil when the inventory has none.
+func amountsOf(st *fleetfitv1alpha1.ClusterInventoryStatus, name corev1.ResourceName, text string) *Amounts {
 	r, ok := totalsOf(st, name)
 	if !ok {
 		return nil
 	}
-	a := amounts(name, r.Free, r.Allocatable)
-	return &a
+	return &Amounts{
+		Text: text, Free: r.Free.String(), Allocatable: r.Allocatable.String(),
+		FreeMilli: inventory.MilliOf(r.Free), AllocatableMilli: inventory.MilliOf(r.Allocatable),
+	}
 }
 
 func amounts(name corev1.ResourceName, free, alloc resource.Quantity) Amounts {
@@ -221,20 +231,6 @@ func amounts(name corev1.ResourceName, free, alloc resource.Quantity) Amounts {
 		Allocatable: alloc.String(),
 		FreeMilli:   inventory.MilliOf(free), AllocatableMilli: inventory.MilliOf(alloc),
 	}
-}
-
-func milliAmounts(name corev1.ResourceName, free, alloc int64) Amounts {
-	format := resource.DecimalSI
-	if name == corev1.ResourceMemory {
-		format = resource.BinarySI
-	}
-	q := func(v int64) resource.Quantity {
-		if v%1000 == 0 {
-			return *resource.NewQuantity(v/1000, format)
-		}
-		return *resource.NewMilliQuantity(v, format)
-	}
-	return amounts(name, q(free), q(alloc))
 }
 
 // gpuCounts are the GPUs of the inventory by model, as the GPUS column of `get clusters`
@@ -270,7 +266,7 @@ func nodeRoom(st *fleetfitv1alpha1.ClusterInventoryStatus, view *inventory.View)
 		cpu, mem := run.Free(corev1.ResourceCPU), run.Free(corev1.ResourceMemory)
 		if key := [3]int64{gpus, cpu, mem}; largest == nil || slices.Compare(key[:], best[:]) > 0 {
 			best = key
-			largest = &Block{GPUs: gpus / 1000, GPUModel: model, CPU: getcmd.Amount(corev1.ResourceCPU, milli(cpu)), Memory: getcmd.Amount(corev1.ResourceMemory, milli(mem))}
+			largest = &Block{GPUs: gpus / 1000, GPUModel: model}
 		}
 		if len(tiles) == MaxTiles {
 			omitted += run.Count
@@ -279,8 +275,8 @@ func nodeRoom(st *fleetfitv1alpha1.ClusterInventoryStatus, view *inventory.View)
 		alloc := allocatable[run.Shape]
 		t := Tile{
 			Count: run.Count, GPUs: gpus / 1000, GPUModel: model,
-			CPU:     milliAmounts(corev1.ResourceCPU, cpu, inventory.MilliOf(alloc[corev1.ResourceCPU])),
-			Memory:  milliAmounts(corev1.ResourceMemory, mem, inventory.MilliOf(alloc[corev1.ResourceMemory])),
+			CPU:     MilliAmounts{Free: cpu, Allocatable: inventory.MilliOf(alloc[corev1.ResourceCPU])},
+			Memory:  MilliAmounts{Free: mem, Allocatable: inventory.MilliOf(alloc[corev1.ResourceMemory])},
 			Tainted: len(run.Taints) > 0,
 		}
 		if gpuRes != "" {
@@ -290,6 +286,9 @@ func nodeRoom(st *fleetfitv1alpha1.ClusterInventoryStatus, view *inventory.View)
 		tiles = append(tiles, t)
 	}
 	if largest != nil {
+		// Formatted once, for the best node only.
+		largest.CPU = getcmd.Amount(corev1.ResourceCPU, milli(best[1]))
+		largest.Memory = getcmd.Amount(corev1.ResourceMemory, milli(best[2]))
 		largest.Text = blockText(largest)
 	}
 	return largest, tiles, omitted

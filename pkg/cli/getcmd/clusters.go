@@ -142,7 +142,16 @@ func Inventories(fleet *simulate.Fleet) map[string]*fleetfitv1alpha1.ClusterInve
 
 // ClusterRow is one cluster as the table of `get clusters` shows it, column by column.
 type ClusterRow struct {
-	Name, Available, Nodes, CPU, Memory, GPUs, Machines, Features, Inventory, Agent string
+	Name      string `json:"name"`
+	Available string `json:"available"`
+	Nodes     string `json:"nodes"`
+	CPU       string `json:"cpu"`
+	Memory    string `json:"memory"`
+	GPUs      string `json:"gpus"`
+	Machines  string `json:"machines"`
+	Features  string `json:"features"`
+	Inventory string `json:"inventory"`
+	Agent     string `json:"agent"`
 }
 
 // Row is cluster c with its agent's inventory inv (nil when it has none) as the table shows it

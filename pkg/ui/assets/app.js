@@ -156,17 +156,28 @@ function nodeBox(tile) {
     box.append(g);
   }
   const bar = el("div", { class: "cpu" }, el("div"));
-  const a = tile.cpu.allocatableMilli;
-  bar.firstChild.style.width = a > 0 ? (100 * tile.cpu.freeMilli / a).toFixed(0) + "%" : "0";
+  const a = tile.cpu.allocatable;
+  bar.firstChild.style.width = a > 0 ? (100 * tile.cpu.free / a).toFixed(0) + "%" : "0";
   box.append(bar);
-  box.style.width = (tile.gpusAllocatable > 4 ? 44 : tile.gpusAllocatable > 0 ? 24 : 18) + "px";
+  const perRow = Math.min(Math.max(tile.gpusAllocatable, tile.gpus), 4);
+  box.style.width = Math.max(26, perRow * 12 + 6) + "px";
   return box;
+}
+
+// cores and bytes print milli-amounts as the tables do: one decimal at most, rounded down.
+function oneDecimal(v) { return String(Math.floor(v * 10) / 10); }
+function cores(milli) { return oneDecimal(milli / 1000); }
+function bytes(milli) {
+  const units = ["", "Ki", "Mi", "Gi", "Ti", "Pi"];
+  let v = milli / 1000, i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return oneDecimal(v) + units[i];
 }
 
 function tileTitle(t) {
   let s = t.count + " node" + (t.count > 1 ? "s" : "") + ", each with ";
   if (t.gpusAllocatable > 0) s += t.gpus + "/" + t.gpusAllocatable + " " + (t.gpuModel || "GPUs") + " free, ";
-  s += "cpu " + t.cpu.text + ", memory " + t.memory.text + " free";
+  s += "cpu " + cores(t.cpu.free) + "/" + cores(t.cpu.allocatable) + ", memory " + bytes(t.memory.free) + "/" + bytes(t.memory.allocatable) + " free";
   if (t.tainted) s += " (tainted)";
   return s;
 }
@@ -249,7 +260,7 @@ async function loadPlacements() {
       el("td", {}, p.decisions.length ? p.decisions.map((d) => el("span", { class: "chip good", title: d.reason || "" }, d.cluster + " (" + d.score + ")")) : el("span", { class: "muted" }, "none")),
       el("td", { title: p.message || "" }, el("span", { class: "chip " + sat }, p.satisfied), " ", el("span", { class: "muted" }, p.reason)),
       el("td", {}, p.intents.length ? p.intents.map((i) => el("div", { title: i.message || "" }, el("strong", {}, i.name), " ",
-        (i.states.length ? i.states : ["pending"]).map((s) => el("span", { class: "chip " + (s.startsWith("Not") ? "bad" : s.startsWith("Moving") ? "warn" : "good") }, s)))) : el("span", { class: "muted" }, "-")),
+        (i.states.length ? i.states : ["pending"]).map((s) => el("span", { class: "chip " + (s.startsWith("Not") ? "bad" : s === "Scheduled" || s === "Delivered" ? "good" : "warn") }, s)))) : el("span", { class: "muted" }, "-")),
       el("td", {}, p.intents.flatMap((i) => (i.delivery || []).map((d) => el("div", {},
         el("span", { class: "chip " + (d.state === "Available" ? "good" : d.state === "Failed" || d.state === "Degraded" ? "bad" : "warn") }, d.clusterName + ": " + d.state),
         d.message ? el("span", { class: "muted" }, " " + d.message) : null)))),
@@ -298,7 +309,8 @@ function explanation(e) {
     if (!e.error) out.push(el("p", { class: "muted" }, "No cluster is available to it: check its cluster sets and their bindings in its namespace."));
     return out;
   }
-  const filters = (e.filteredPiplieResults || []).map((f) => f.name);
+  // OCM names each step of the pipeline by the filters run so far; a column is one filter.
+  const filters = (e.filteredPiplieResults || []).map((f) => f.plugin || f.name);
   for (const c of clusters) if (c.rejectedBy && !filters.includes(c.rejectedBy)) filters.push(c.rejectedBy);
   const prios = e.prioritizeResults || [];
   const head = el("tr", {}, el("th", {}, "Cluster"), el("th", {}, "Result"),
