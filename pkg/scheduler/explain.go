@@ -17,8 +17,29 @@ type Explanation struct {
 	Clusters          []ClusterVerdict    `json:"clusters"`
 	Decisions         []Decision          `json:"decisions"`
 	Unscheduled       int                 `json:"unscheduled,omitempty"`
-	Error             string              `json:"error,omitempty"`
-	Warning           string              `json:"warning,omitempty"`
+	// Splits are the divisions of the placement's split intents.
+	Splits  []SplitExplanation `json:"splits,omitempty"`
+	Error   string             `json:"error,omitempty"`
+	Warning string             `json:"warning,omitempty"`
+}
+
+// SplitExplanation is how one intent's replicas were divided: per cluster looked at, how many
+// replicas it could hold and its share.
+type SplitExplanation struct {
+	Intent   string            `json:"intent"`
+	Replicas int32             `json:"replicas"`
+	Unplaced int32             `json:"unplaced,omitempty"`
+	Clusters []ClusterShareWhy `json:"clusters"`
+}
+
+// ClusterShareWhy is one cluster of a division.
+type ClusterShareWhy struct {
+	Name string `json:"name"`
+	// Capacity is how many replicas its nodes could hold for the intent (its running share
+	// included), -1 when it was not counted because the clusters before it held the
+	// replicas; Share is what it got.
+	Capacity int32 `json:"capacity"`
+	Share    int32 `json:"share"`
 }
 
 // ClusterVerdict says what happened to one available cluster.
@@ -46,6 +67,13 @@ func Explain(key string, r *Result) *Explanation {
 		e.Error = r.Status.String()
 	case r.Status.Code() == framework.Warning:
 		e.Warning = r.Status.String()
+	}
+	for _, d := range r.Divisions {
+		se := SplitExplanation{Intent: d.Intent, Replicas: d.Total, Unplaced: d.Unplaced}
+		for k, i := range d.Clusters {
+			se.Clusters = append(se.Clusters, ClusterShareWhy{Name: r.snap.Cluster(i).Name(), Capacity: d.Capacity[k], Share: d.Shares[k]})
+		}
+		e.Splits = append(e.Splits, se)
 	}
 	if r.Available == nil {
 		return e

@@ -271,3 +271,55 @@ status: {phase: Running}`
 		t.Errorf("observedAt = %v, want %v", st.ObservedAt, at)
 	}
 }
+
+// TestSplitExample schedules deploy/examples/split.yaml in the example fleet: web's 12
+// replicas of 2 cores and 4Gi are divided by capacity over as few clusters as hold them, in
+// score order, no share beyond what the cluster's nodes hold replica by replica, and explain
+// says what each cluster could hold.
+func TestSplitExample(t *testing.T) {
+	f, err := ReadFiles(t.Context(), []string{"../../deploy/examples/fleet.yaml", "../../deploy/examples/split.yaml"}, ReadOptions{Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, f)
+	var web *fleetfitv1alpha1.HPAIntent
+	for _, in := range res.Intents {
+		if in.Name == "web" {
+			web = in
+		}
+	}
+	if web == nil || web.Status.Split == nil {
+		t.Fatalf("intent web has no split status: %+v", web)
+	}
+	var placed int32
+	got := map[string]int32{}
+	for _, sh := range web.Status.Split.Shares {
+		got[sh.ClusterName] = sh.Replicas
+		placed += sh.Replicas
+	}
+	// cluster1 holds 4 (on its 8-core CPU node: its A100 node is tainted for GPU pods), so
+	// cluster3, next by score, takes the other 8; cluster2 is not needed.
+	if diff := cmp.Diff(map[string]int32{"cluster1": 4, "cluster3": 8}, got); diff != "" {
+		t.Errorf("shares (-want,+got):\n%s", diff)
+	}
+	if placed != 12 || web.Status.Split.Unplaced != 0 {
+		t.Errorf("placed %d, unplaced %d; want 12 and 0", placed, web.Status.Split.Unplaced)
+	}
+	var explained bool
+	for _, p := range res.Placements {
+		for _, sp := range p.Explanation.Splits {
+			explained = true
+			for _, c := range sp.Clusters {
+				if c.Share > 0 && c.Share > c.Capacity {
+					t.Errorf("%s's share %d is more than it holds (%d)", c.Name, c.Share, c.Capacity)
+				}
+			}
+		}
+	}
+	if !explained {
+		t.Error("no explanation shows the split")
+	}
+	if diff := cmp.Diff(map[string][]string{"demo/fwall": {"cluster2"}, "demo/training": {}, "demo/web": {"cluster1", "cluster3"}}, selected(res)); diff != "" {
+		t.Errorf("decisions (-want,+got):\n%s", diff)
+	}
+}

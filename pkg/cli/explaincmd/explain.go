@@ -155,6 +155,9 @@ func PrintPlacement(w io.Writer, r *simulate.PlacementResult) error {
 	if err := t.Flush(); err != nil {
 		return err
 	}
+	if err := printSplits(w, e.Splits); err != nil {
+		return err
+	}
 	if len(e.PrioritizeResults) == 0 || !slices.ContainsFunc(e.Clusters, func(c scheduler.ClusterVerdict) bool { return c.Total != nil }) {
 		return nil
 	}
@@ -176,4 +179,30 @@ func PrintPlacement(w io.Writer, r *simulate.PlacementResult) error {
 		t.Row(row...)
 	}
 	return t.Flush()
+}
+
+// printSplits prints how each split intent's replicas were divided: the clusters looked at,
+// in the order they were filled, with what each could hold and its share.
+func printSplits(w io.Writer, splits []scheduler.SplitExplanation) error {
+	for _, sp := range splits {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  HPAIntent %s splits %d replicas", output.Clean(sp.Intent), sp.Replicas)
+		if sp.Unplaced > 0 {
+			fmt.Fprintf(w, "; %d wait for room", sp.Unplaced)
+		}
+		fmt.Fprintln(w, ":")
+		t := output.NewTable(w)
+		t.Row("SPLIT", "HOLDS", "SHARE")
+		for _, c := range sp.Clusters {
+			holds := fmt.Sprint(c.Capacity)
+			if c.Capacity < 0 {
+				holds = "- (not needed)"
+			}
+			t.Row(c.Name, holds, fmt.Sprint(c.Share))
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -21,7 +21,8 @@ type Division struct {
 	// Total is the replicas divided.
 	Total int32
 	// Clusters are the cluster indexes divided over, Shares their shares (0: none) and
-	// Capacity how many replicas each could hold, parallel to Clusters.
+	// Capacity how many replicas each could hold (-1: not counted, as the clusters before it
+	// held the replicas), parallel to Clusters.
 	Clusters []int
 	Shares   []int32
 	Capacity []int32

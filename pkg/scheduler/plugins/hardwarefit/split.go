@@ -84,6 +84,9 @@ func (p *HardwareFit) Split(_ context.Context, _ *framework.CycleState, snap *fr
 			}
 			input.Clusters[k] = c
 			d.Capacity[k] = c.Capacity
+			if enough && prev == 0 {
+				d.Capacity[k] = -1 // not counted: the clusters before it hold the replicas
+			}
 		}
 		res := split.Divide(input)
 		d.Shares, d.Unplaced = res.Shares, res.Unplaced
