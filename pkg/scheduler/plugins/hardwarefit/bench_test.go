@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
@@ -60,6 +61,23 @@ func BenchmarkHardwareFit(b *testing.B) {
 			Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100")),
 		consumer("web", 10, "2").Requirement(st.MakeResource("memory", "memory").Requests("4Gi").Obj()),
 	))
+}
+
+// BenchmarkHardwareFitSplit is BenchmarkHardwareFit's GPU consumer with 200 replicas divided
+// among the clusters by capacity (at least 2 each): the filter looks for room for 2 on one
+// cluster, and the cycle then divides the 200 over the feasible clusters in order, counting
+// each one's room replica by replica until they hold all 200.
+func BenchmarkHardwareFitSplit(b *testing.B) {
+	benchmarkHardwareFit(b, nil, splitIntent(intent(
+		gpuConsumer("train", 200).
+			Requirement(st.MakeResource("memory", "memory").Requests("16Gi").Obj()).
+			Requirement(feature(gpuProduct, corev1.NodeSelectorOpIn, "A100")),
+	), fleetfitv1alpha1.ReplicaSplit{MinReplicas: ptr.To[int32](2)}))
+}
+
+func splitIntent(in *fleetfitv1alpha1.HPAIntent, s fleetfitv1alpha1.ReplicaSplit) *fleetfitv1alpha1.HPAIntent {
+	in.Spec.Split = &s
+	return in
 }
 
 // BenchmarkHardwareFitMachineTypes is BenchmarkHardwareFit for the same demand as machine
@@ -136,9 +154,30 @@ func benchmarkHardwareFit(b *testing.B, groups func(kind int) []fleetfitv1alpha1
 	}
 	b.Logf("%d of %d clusters feasible, %.1f shapes per cluster", feasible.Count(), numClusters, float64(shapes)/float64(numClusters/kinds))
 
+	// A split intent's cycle also divides its replicas over the feasible clusters, in the
+	// order a placement without numberOfClusters selects them.
+	split := hpaIntent.Spec.Split != nil
+	if split {
+		ds := p.Split(ctx, framework.NewCycleState(), snap, req, feasible.Indexes())
+		if len(ds) != 1 || ds[0].Unplaced != 0 {
+			b.Fatalf("divisions %+v, want one placing every replica", ds)
+		}
+		n := 0
+		for _, sh := range ds[0].Shares {
+			if sh > 0 {
+				n++
+			}
+		}
+		b.Logf("split: %d replicas over %d clusters", ds[0].Total, n)
+	}
+
 	b.ReportAllocs()
 	for b.Loop() {
-		p.Filter(ctx, framework.NewCycleState(), snap, req, candidates, nil)
+		state := framework.NewCycleState()
+		ok, _ := p.Filter(ctx, state, snap, req, candidates, nil)
+		if split {
+			p.Split(ctx, state, snap, req, ok.Indexes())
+		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
 	b.ReportMetric(float64(numClusters)*float64(b.N)/b.Elapsed().Seconds(), "clusters/s")
