@@ -1,10 +1,11 @@
 // Package action is fleetfit's action controller: it delivers the workload of each HPAIntent to
 // the clusters its Placement decides, as one ManifestWork per cluster in the cluster's namespace,
 // with every consumer's pod template mutated (pkg/mutation) so that its pods land on the nodes
-// that have what they need. It reports the deliveries back in the intent's status, with what
-// the clusters' agents report of the intent's pods that wait for a node, and, when the hub
-// moves the workload away from a cluster, keeps it there until it is available elsewhere
-// (make before break, moves.go).
+// that have what they need; an intent that splits its replicas runs each cluster's share there
+// (split.go). It reports the deliveries back in the intent's status, with what the clusters'
+// agents report of the intent's pods that wait for a node, and, when the hub moves the workload
+// away from a cluster, keeps it there until it is available elsewhere (make before break,
+// moves.go).
 package action
 
 import (
