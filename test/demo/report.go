@@ -189,6 +189,9 @@ Look around, for example:
   kubectl --kubeconfig %[4]s get nodes,pods -A -o wide
   kubectl --kubeconfig %[4]s get machinegroups,machinenodepools,statefulsets -A
 
+The fleet's web page, read with the hub kubeconfig's identity:
+  bin/fleetfit ui --kubeconfig %[2]s    then open http://127.0.0.1:8001/
+
 Stop it with Ctrl-C or, from another terminal, make demo-down: every process is stopped and
 every file removed.
 `, b.String(), hub, Namespace, kubeconfigs[1])
