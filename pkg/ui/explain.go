@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,24 +40,41 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(ReadAtHeader, snap.readAt.UTC().Format(time.RFC3339Nano))
-	res, err := simulate.Run(r.Context(), snap.fleet, simulate.Options{Now: snap.readAt, Only: []string{key}})
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, placement.DebugResult{Explanation: scheduler.Explanation{Placement: key, Error: err.Error()}})
+	if a, ok := snap.explained.Load(key); ok {
+		a := a.(*explainAnswer)
+		writeJSON(w, a.code, a.body)
 		return
 	}
+	a := explain(r.Context(), snap, ns, name)
+	if a.code != http.StatusInternalServerError {
+		snap.explained.Store(key, a)
+	}
+	writeJSON(w, a.code, a.body)
+}
+
+// explainAnswer is the status code and body of one explanation.
+type explainAnswer struct {
+	code int
+	body placement.DebugResult
+}
+
+func explain(ctx context.Context, snap *snapshot, ns, name string) *explainAnswer {
+	key := ns + "/" + name
+	res, err := simulate.Run(ctx, snap.fleet, simulate.Options{Now: snap.readAt, Only: []string{key}})
+	if err != nil {
+		return &explainAnswer{http.StatusInternalServerError, placement.DebugResult{Explanation: scheduler.Explanation{Placement: key, Error: err.Error()}}}
+	}
 	if len(res.Placements) == 0 {
-		writeJSON(w, http.StatusNotFound, placement.DebugResult{Explanation: scheduler.Explanation{
-			Placement: key, Error: fmt.Sprintf("placement %q not found in namespace %q", name, ns)}})
-		return
+		return &explainAnswer{http.StatusNotFound, placement.DebugResult{Explanation: scheduler.Explanation{
+			Placement: key, Error: fmt.Sprintf("placement %q not found in namespace %q", name, ns)}}}
 	}
 	pr := &res.Placements[0]
 	if pr.Explanation == nil {
-		writeJSON(w, http.StatusOK, placement.DebugResult{Explanation: scheduler.Explanation{
+		return &explainAnswer{http.StatusOK, placement.DebugResult{Explanation: scheduler.Explanation{
 			Placement: key, Clusters: []scheduler.ClusterVerdict{}, Decisions: []scheduler.Decision{},
-			Error: "the placement is not scheduled by fleetfit: " + pr.Skipped}})
-		return
+			Error: "the placement is not scheduled by fleetfit: " + pr.Skipped}}}
 	}
-	writeJSON(w, http.StatusOK, placement.DebugResult{Explanation: *pr.Explanation})
+	return &explainAnswer{http.StatusOK, placement.DebugResult{Explanation: *pr.Explanation}}
 }
 
 // WhatIf is the answer of POST /api/whatif: what the hub would decide for the posted

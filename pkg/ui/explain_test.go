@@ -73,6 +73,10 @@ func TestExplainIsTheHubsDebugJSON(t *testing.T) {
 			t.Errorf("the answer lacks %s: %s", key, w.Body.String())
 		}
 	}
+	// Asked again within max-age, the answer is the same one.
+	if again := do(t, h, "GET", "/api/explain/demo/training", ""); again.Code != http.StatusOK || again.Body.String() != w.Body.String() {
+		t.Errorf("explained again: %d %s", again.Code, again.Body.String())
+	}
 	got = decode[placement.DebugResult](t, do(t, h, "GET", "/api/explain/demo/nothing", ""), http.StatusNotFound)
 	if !strings.Contains(got.Error, `placement "nothing" not found`) {
 		t.Errorf("missing placement: %+v", got)

@@ -37,6 +37,10 @@ type snapshot struct {
 
 	once    sync.Once
 	derived any
+
+	// explained memoizes explanations by "namespace/name": a page explaining a placement asks
+	// again every few seconds, and the answer only changes with the snapshot.
+	explained sync.Map
 }
 
 // derive returns what build computes from the snapshot, computing it on the first call only.

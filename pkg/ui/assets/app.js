@@ -64,6 +64,7 @@ function showRefusal(err) {
   document.body.classList.add("refused");
   $("refusal-title").textContent = err.refusal
     ? (err.code === 403 ? "The hub refused (403 Forbidden): your identity may not read this" : "The hub refused (401 Unauthorized): it does not accept your credentials")
+    : err.code === 0 ? "The page's server cannot be reached: is fleetfit ui still running?"
     : "The hub could not be read (" + err.code + (err.reason ? " " + err.reason : "") + ")";
   $("refusal-message").textContent = err.message;
   box.hidden = false;
@@ -421,7 +422,7 @@ async function refresh() {
     else if (state.view === "whynot") await loadWhyNot();
   } catch (err) {
     if (err instanceof HubError) showRefusal(err);
-    else showRefusal(new HubError(0, "", "the page's server cannot be reached: " + err.message));
+    else showRefusal(new HubError(0, "", err.message));
   } finally {
     inFlight = false;
   }
