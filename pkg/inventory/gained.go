@@ -39,10 +39,12 @@ func (v *View) Gained(old *View) bool {
 		if s.truncated {
 			return true // a partial summary: no telling what it left out
 		}
-		kin := old.sameKind(s)
+		// Nodes of one kind may fall in several shapes (other allocatable amounts): on both
+		// sides, the nodes with at least f free are counted over every shape of the kind.
+		kin, own := old.sameKind(s), v.sameKind(s)
 		for k := range s.vectors {
 			f := &s.vectors[k]
-			if s.atLeast(f, s) > oldAtLeast(kin, s, f) {
+			if kindAtLeast(own, s, f) > kindAtLeast(kin, s, f) {
 				return true
 			}
 		}
@@ -80,7 +82,9 @@ func (s *viewShape) atLeast(f *viewVector, of *viewShape) int64 {
 	return n
 }
 
-func oldAtLeast(kin []*viewShape, of *viewShape, f *viewVector) int64 {
+// kindAtLeast counts the nodes of the shapes kin (one kind) whose free vector is at least f,
+// a vector of shape of.
+func kindAtLeast(kin []*viewShape, of *viewShape, f *viewVector) int64 {
 	var n int64
 	for _, o := range kin {
 		n += o.atLeast(f, of)

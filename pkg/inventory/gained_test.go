@@ -10,6 +10,7 @@ import (
 
 func TestGained(t *testing.T) {
 	eight := makeNode("").Resources("cpu", "8", "memory", "32Gi", "pods", "110")
+	sixteen := makeNode("").Resources("cpu", "16", "memory", "64Gi", "pods", "110")
 	gpu := makeNode("").Resources("cpu", "8", "memory", "32Gi", "pods", "110", "nvidia.com/gpu", "4")
 	use := func(node, cpu string) *corev1.Pod {
 		return makePod("p-"+node+"-"+cpu, node).Container("cpu", cpu).Obj()
@@ -42,6 +43,18 @@ func TestGained(t *testing.T) {
 		"a node is added": {
 			old:  report{nodes: nodes(2, "n", eight)},
 			new:  report{nodes: nodes(3, "n", eight)},
+			want: true,
+		},
+		"a smaller node of the same kind is added": {
+			// Its free vector is dominated by the bigger node's, but there are now two nodes
+			// with at least that much free: a request of it fits twice.
+			old:  report{nodes: nodes(1, "big", sixteen)},
+			new:  report{nodes: append(nodes(1, "big", sixteen), nodes(1, "n", eight)...)},
+			want: true,
+		},
+		"a node of the same kind becomes untainted": {
+			old:  report{nodes: append(nodes(1, "big", sixteen), nodes(1, "n", eight.Clone().Taint("node.kubernetes.io/not-ready", "", corev1.TaintEffectNoSchedule))...)},
+			new:  report{nodes: append(nodes(1, "big", sixteen), nodes(1, "n", eight)...)},
 			want: true,
 		},
 		"a node is removed": {
