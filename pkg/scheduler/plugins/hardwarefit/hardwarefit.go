@@ -199,8 +199,9 @@ func (p *HardwareFit) ClusterChanged(ev framework.ClusterEvent, t *framework.Tar
 		return info.HardwareFits(s.pods, key, relaxed, ev.Now)
 	}
 	now := fits(ev.New)
-	if t.Decides && t.Waiting && s.splits && ev.MayAdmitMore() {
-		// Replicas of a split wait for room, which a decided cluster may now have.
+	if t.Waiting && s.splits && ev.MayAdmitMore() && now {
+		// Replicas of a split wait for room, which this cluster may now have beside the
+		// smallest share it held before.
 		return framework.Queue
 	}
 	if t.Decides {

@@ -22,6 +22,8 @@ func TestClusterChanged(t *testing.T) {
 	eight := nodes("n", 1, cpuNode("8"))
 	avx := nodes("n", 1, cpuNode("8").Label(avx512, "true"))
 	web := intent(consumer("web", 1, "6").Requirement(feature(avx512, corev1.NodeSelectorOpIn, "true")))
+	sixteen := nodes("n", 2, cpuNode("8"))
+	split := splitIntent(intent(consumer("web", 8, "4")), fleetfitv1alpha1.ReplicaSplit{})
 	heartbeat := func(c cluster) cluster {
 		c.inv = c.inv.DeepCopy()
 		c.inv.Status.ObservedAt.Time = c.inv.Status.ObservedAt.Add(30 * time.Second)
@@ -76,6 +78,18 @@ func TestClusterChanged(t *testing.T) {
 		"a new cluster where a waiting placement fits": {
 			intents: []*fleetfitv1alpha1.HPAIntent{web}, waiting: true,
 			new: clusterPtr(reporting("a", avx)), want: framework.Queue,
+		},
+		"room for more replicas of a waiting split, where its smallest share fitted before": {
+			intents: []*fleetfitv1alpha1.HPAIntent{split}, waiting: true,
+			old: clusterPtr(reporting("a", eight)), new: clusterPtr(reporting("a", sixteen)), want: framework.Queue,
+		},
+		"room for more replicas of a split that placed them all": {
+			intents: []*fleetfitv1alpha1.HPAIntent{split},
+			old:     clusterPtr(reporting("a", eight)), new: clusterPtr(reporting("a", sixteen)), want: framework.QueueSkip,
+		},
+		"a heartbeat of a cluster a waiting split uses": {
+			intents: []*fleetfitv1alpha1.HPAIntent{split}, waiting: true, decides: true,
+			old: clusterPtr(reporting("a", eight)), new: clusterPtr(heartbeat(reporting("a", eight))), want: framework.QueueSkip,
 		},
 		"no intents": {
 			decides: true, waiting: true,
