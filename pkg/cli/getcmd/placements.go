@@ -176,8 +176,10 @@ func intentsOf(all []*fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, f
 }
 
 // IntentStates are an HPAIntent's Scheduled and Delivered conditions as the table names them
-// (Scheduled, NotDelivered, NotValid when it is invalid), then the clusters its workload is
-// moving away from (status.moves not completed), as "MovingFrom=cluster2".
+// (Scheduled, NotDelivered, NotValid when it is invalid), then for a split intent its shares
+// as "Split=cluster1:4/cluster3:8" and the replicas that wait as "Unplaced=2", then the
+// clusters its workload is moving away from (status.moves not completed), as
+// "MovingFrom=cluster2".
 func IntentStates(in *fleetfitv1alpha1.HPAIntent) []string {
 	var states []string
 	for _, t := range []string{fleetfitv1alpha1.ConditionValid, fleetfitv1alpha1.ConditionScheduled, fleetfitv1alpha1.ConditionDelivered} {
@@ -188,6 +190,17 @@ func IntentStates(in *fleetfitv1alpha1.HPAIntent) []string {
 			states = append(states, t)
 		case c.Status == "False":
 			states = append(states, "Not"+t)
+		}
+	}
+	if sp := in.Status.Split; in.Spec.Split != nil && sp != nil {
+		// How its replicas are divided: "Split=cluster1:4/cluster3:8", and those that wait.
+		shares := make([]string, 0, len(sp.Shares))
+		for _, sh := range sp.Shares {
+			shares = append(shares, fmt.Sprintf("%s:%d", sh.ClusterName, sh.Replicas))
+		}
+		states = append(states, "Split="+output.Or(strings.Join(shares, "/"), "none"))
+		if sp.Unplaced > 0 {
+			states = append(states, fmt.Sprintf("Unplaced=%d", sp.Unplaced))
 		}
 	}
 	for _, m := range in.Status.MovingFrom() {

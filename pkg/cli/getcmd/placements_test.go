@@ -1,6 +1,7 @@
 package getcmd
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,17 @@ func TestIntentsOf(t *testing.T) {
 				t.Errorf("intentsOf = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestIntentStatesOfASplit: a split intent's states show its shares and what waits.
+func TestIntentStatesOfASplit(t *testing.T) {
+	in := ut.MakeHPAIntent("web", "ns").Placement("web").Split(fleetfitv1alpha1.ReplicaSplit{}).Obj()
+	in.Status.Conditions = []metav1.Condition{{Type: fleetfitv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: "PartlyScheduled"}}
+	in.Status.Split = &fleetfitv1alpha1.SplitStatus{Replicas: 14, Unplaced: 2, Shares: []fleetfitv1alpha1.ClusterShare{
+		{ClusterName: "cluster1", Replicas: 4}, {ClusterName: "cluster3", Replicas: 8}}}
+	got := strings.Join(IntentStates(in), ",")
+	if want := "Scheduled,Split=cluster1:4/cluster3:8,Unplaced=2"; got != want {
+		t.Errorf("IntentStates = %q, want %q", got, want)
 	}
 }
