@@ -98,19 +98,49 @@ func byCapacity(in Input, minShare, total int32) []int32 {
 		shares[i] += add
 		need -= add
 	}
-	// Then new clusters in order, each with at least the smallest share.
+	// Then new clusters in order, each with at least the smallest share. When what is left is
+	// less than that, the new shares before give up the difference, as far as they stay at
+	// least the smallest themselves: 10 at least 3 each on clusters holding 8 and 8 is 7 and 3,
+	// not 8 with 2 waiting.
+	var added []int
 	for i, c := range in.Clusters {
-		if need < minShare {
+		if need == 0 {
 			break
 		}
 		if shares[i] > 0 || c.Capacity < minShare {
 			continue
 		}
+		if need < minShare && !lend(shares, added, minShare-need, minShare) {
+			break
+		}
+		if need < minShare {
+			need = minShare
+		}
 		add := min(c.Capacity, need)
 		shares[i] = add
 		need -= add
+		added = append(added, i)
 	}
 	return shares
+}
+
+// lend takes n replicas from the shares at indexes from (the last first), none below least,
+// and reports whether it could; it takes nothing when it cannot take all n.
+func lend(shares []int32, from []int, n, least int32) bool {
+	var spare int32
+	for _, i := range from {
+		spare += shares[i] - least
+	}
+	if spare < n {
+		return false
+	}
+	for k := len(from) - 1; k >= 0 && n > 0; k-- {
+		i := from[k]
+		take := min(n, shares[i]-least)
+		shares[i] -= take
+		n -= take
+	}
+	return true
 }
 
 // shrink takes excess replicas back, from the last cluster first, each down to the smallest

@@ -38,8 +38,16 @@ func TestDivide(t *testing.T) {
 			in:   Input{Total: 10, Min: 4, Clusters: clusters(4, 3, 5, 8)},
 			want: Result{Shares: []int32{4, 0, 5, 0}, Unplaced: 1},
 		},
-		"by capacity, the rest below the smallest share waits": {
+		"by capacity, the rest below the smallest share is made up by the clusters before": {
 			in:   Input{Total: 10, Min: 3, Clusters: clusters(8, 8)},
+			want: Result{Shares: []int32{7, 3}},
+		},
+		"by capacity, the rest below the smallest share waits when the clusters before cannot make it up": {
+			in:   Input{Total: 7, Min: 4, Clusters: clusters(5, 8)},
+			want: Result{Shares: []int32{5, 0}, Unplaced: 2},
+		},
+		"by capacity, running shares do not make up the rest": {
+			in:   Input{Total: 10, Min: 3, Clusters: running(clusters(8, 8), 8)},
 			want: Result{Shares: []int32{8, 0}, Unplaced: 2},
 		},
 		"by capacity, a scale-up fills the running clusters first": {
