@@ -112,3 +112,35 @@ func TestFollows(t *testing.T) {
 		})
 	}
 }
+
+// TestSticky: in a sticky cycle (a placement that follows its scores), a decided cluster keeps
+// its place unless another scores more than StickyMargin (per unit of the largest weight)
+// above it: no back and forth between clusters whose scores are close. The add-on scores are
+// c5 50, c6 60, c2 20; the other prioritizers give every cluster the same.
+func TestSticky(t *testing.T) {
+	placement := st.MakePlacement("p", "ns").NumberOfClusters(1).Mode(clusterv1beta1.PrioritizerPolicyModeExact).AddOn("demo", "score", 1)
+	tests := map[string]struct {
+		decided []string
+		sticky  bool
+		want    []string
+	}{
+		"not sticky: the best score wins": {decided: []string{"c5"}, want: []string{"c6"}},
+		"sticky: 10 points better is not enough": {decided: []string{"c5"}, sticky: true, want: []string{"c5"}},
+		"sticky: 40 points better is":            {decided: []string{"c2"}, sticky: true, want: []string{"c6"}},
+	}
+	s := newDefaultScheduler(t)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			snap := testFleet().Snapshot()
+			req := &framework.Request{Placement: placement.Obj(), Decided: snap.BitsetOf(tc.decided), Sticky: tc.sticky, Now: now}
+			res := s.Schedule(t.Context(), snap, req, scheduler.Options{})
+			var got []string
+			for _, d := range res.Decisions() {
+				got = append(got, d.ClusterName)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decisions (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

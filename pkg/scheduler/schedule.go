@@ -236,12 +236,26 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 	}
 	res.totals = totals
 
-	// 4. Order by total score, then by name (index order is name order).
+	// 4. Order by total score, then by name (index order is name order). In a sticky cycle the
+	// decided clusters rank with a margin, for the order only: the scores stay as computed.
 	ordered := feasible.Indexes()
+	rank := totals
+	if req.Sticky && req.Decided != nil {
+		var weight int64
+		for _, c := range coords {
+			weight = max(weight, int64(c.weight))
+		}
+		rank = slices.Clone(totals)
+		req.Decided.ForEach(func(i int) {
+			if i < len(rank) {
+				rank[i] += framework.StickyMargin * weight
+			}
+		})
+	}
 	// The comparison is a total order, so an unstable sort is deterministic and avoids the
 	// O(n log² n) merges of a stable one.
 	slices.SortFunc(ordered, func(a, b int) int {
-		if c := cmp.Compare(totals[b], totals[a]); c != 0 {
+		if c := cmp.Compare(rank[b], rank[a]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)

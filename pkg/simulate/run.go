@@ -155,9 +155,9 @@ func Run(ctx context.Context, f *Fleet, opts Options) (*Result, error) {
 		before := snap.DecidedNames(key)
 		// The decided clusters stay as the hub's hold-still rule keeps them (with no record of
 		// the placement's last move).
-		pinned, _, _ := placement.HoldStill(sched, p, mine, before, nil, now)
+		pinned, why, _ := placement.HoldStill(sched, p, mine, before, nil, now)
 		plan := placement.PlanCycle(ctx, placement.PlanInput{
-			Scheduler: sched, Snapshot: snap, Placement: p, Intents: mine, Existing: names, Now: now, Explain: true, Pinned: pinned,
+			Scheduler: sched, Snapshot: snap, Placement: p, Intents: mine, Existing: names, Now: now, Explain: true, Pinned: pinned, Why: why,
 		})
 		r.Explanation = scheduler.Explain(key, plan.Result)
 		r.Placement.Status = plan.Status

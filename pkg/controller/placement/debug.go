@@ -114,12 +114,13 @@ func (c *Controller) dryRun(r *http.Request, p *clusterv1beta1.Placement, intent
 	// the placement, which the hub schedules as OCM does.
 	now := c.opts.Clock.Now()
 	var pinned []string
+	var why string
 	if stored {
-		pinned, _, _ = c.holdStill(p, intents, flatten(existing), now)
+		pinned, why, _ = c.holdStill(p, intents, flatten(existing), now)
 	}
 	plan := PlanCycle(ctx, PlanInput{
 		Scheduler: c.scheduler, Snapshot: c.cache.Snapshot(), Placement: p, Intents: intents,
-		Existing: existing, Now: now, Explain: true, Pinned: pinned,
+		Existing: existing, Now: now, Explain: true, Pinned: pinned, Why: why,
 	})
 	out := DebugResult{Explanation: *scheduler.Explain(p.Namespace+"/"+p.Name, plan.Result)}
 	if plan.Kept {

@@ -28,6 +28,9 @@ type PlanInput struct {
 	// Pinned are the decided clusters the cycle keeps while they stay feasible (see
 	// holdStill); nil pins none.
 	Pinned []string
+	// Why is HoldStill's reason when it pins none: a placement that follows its scores moves
+	// only to clusters that score clearly better (framework.Request.Sticky).
+	Why string
 }
 
 // Plan is what one scheduling cycle of a placement would write, computed without writing: the
@@ -53,6 +56,7 @@ func PlanCycle(ctx context.Context, in PlanInput) *Plan {
 	p := in.Placement
 	key := p.Namespace + "/" + p.Name
 	req := &framework.Request{Placement: p, Intents: in.Intents, Decided: in.Snapshot.BitsetOf(in.Snapshot.DecidedNames(key)), Now: in.Now}
+	req.Sticky = in.Pinned == nil && in.Why == moveFollowScores
 	if in.Pinned != nil {
 		req.Pinned = in.Snapshot.BitsetOf(in.Pinned)
 	}

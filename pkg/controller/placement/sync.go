@@ -64,7 +64,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	before := flatten(existingNames)
 	pinned, why, followWait := c.holdStill(p, intents, before, now)
 	start := time.Now()
-	plan, err := c.scheduleCycle(ctx, p, intents, existingNames, pinned, ticket)
+	plan, err := c.scheduleCycle(ctx, p, intents, existingNames, pinned, why, ticket)
 	if err != nil {
 		return err
 	}
@@ -188,13 +188,13 @@ func decidedClusters(existing map[string]*clusterv1beta1.PlacementDecision) (map
 // nothing is reserved and no lock is taken. The error is ctx's, when it ends before a
 // result could be reserved; reserveMu is never held when scheduleCycle returns.
 func (c *Controller) scheduleCycle(ctx context.Context, p *clusterv1beta1.Placement, intents []*fleetfitv1alpha1.HPAIntent,
-	existingNames map[string][]string, pinned []string, ticket uint64) (*Plan, error) {
+	existingNames map[string][]string, pinned []string, why string, ticket uint64) (*Plan, error) {
 	for {
 		snap, epoch := c.cache.SnapshotAt()
 		now := c.opts.Clock.Now()
 		// With intents, rejections are recorded: the intents' Scheduled condition says why.
 		plan := PlanCycle(ctx, PlanInput{Scheduler: c.scheduler, Snapshot: snap, Placement: p, Intents: intents, Existing: existingNames,
-			Pinned: pinned, Now: now})
+			Pinned: pinned, Why: why, Now: now})
 		if plan.Kept {
 			return plan, nil
 		}

@@ -47,9 +47,18 @@ type Request struct {
 	// of any other cluster whatever the scores (the placement controller's hold-still rule);
 	// nil pins none, and the cycle ranks every feasible cluster as OCM's does.
 	Pinned *Bitset
+	// Sticky gives the decided clusters a head start in the ranking (see StickyMargin), so
+	// that a placement that follows its scores moves only to a cluster that scores clearly
+	// better, never back and forth between clusters whose scores are close.
+	Sticky bool
 	// Now is the cycle's time; plugins use it instead of a clock so a cycle is consistent.
 	Now time.Time
 }
+
+// StickyMargin is, per unit of weight of the placement's most weighted prioritizer, how much
+// more than a decided cluster another must score in all to take its place in a Sticky cycle:
+// a tenth of that prioritizer's range (-100..100).
+const StickyMargin = 20
 
 // Key returns "namespace/name" of the placement.
 func (r *Request) Key() string { return r.Placement.Namespace + "/" + r.Placement.Name }
