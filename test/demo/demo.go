@@ -142,6 +142,9 @@ func Run(ctx context.Context, o Options, out io.Writer, ready func(*framework.Fl
 	if err := showMachineGroups(ctx, con, fleet, examples, o.SettleTimeout); err != nil {
 		con.step("The machine groups did not settle: %v", err)
 	}
+	if err := showSplit(ctx, con, fleet, o.SettleTimeout); err != nil {
+		con.step("HPAIntent web's replicas were not all placed and Running: %v", err)
+	}
 	if err := waitReportsCurrent(ctx, fleet, o.SettleTimeout); err != nil {
 		con.step("The agents' reports are behind the clusters: %v", err)
 	} else {

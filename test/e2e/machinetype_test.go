@@ -187,6 +187,9 @@ func TestMachineTypeWorkloadRunsAsGuests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The process outlives ctx: stop it with the test, or the next test's hub would schedule
+	// the same placements beside it, each counting room the other took.
+	t.Cleanup(hubProcess.Stop)
 	logs = append(logs, hubProcess)
 	// The hub's objects of an earlier run (-count) are taken as they are.
 	if _, err := hub.AdminClient().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mtNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

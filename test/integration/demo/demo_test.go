@@ -75,6 +75,8 @@ var wantNode = map[string]func(*corev1.Node) error{
 	"logger":     hasResource(demo.ResourceQAT),
 	"ai-model":   func(*corev1.Node) error { return nil },
 	"render":     hasLabel(machinegroup.MachineTypeKey("compute-xlarge"), demo.MachineGroupName),
+	// web's replicas, split among the clusters, need no GPU.
+	"web": lacksResource(demo.ResourceGPU),
 }
 
 func TestDemoFleet(t *testing.T) {
@@ -109,6 +111,7 @@ func TestDemoFleet(t *testing.T) {
 		"took a compute-medium over: it runs on md-0 with requests cpu 6, memory 24Gi = limits cpu 6, memory 24Gi",
 		"fleetfit-hub decided render → cluster2: 2 × compute-xlarge",
 		"render's pods run as guests of general-machine",
+		"fleetfit-hub split web's 7 replicas evenly",
 		"$ bin/fleetfit get machinetypes -A",
 		"$ bin/fleetfit get clusters --kubeconfig " + filepath.Join(dir, "hub.kubeconfig"),
 		"OCM's registration agents report the ClusterClaims fleetfit-agent keeps, with every cluster's nodes",
@@ -199,7 +202,7 @@ func checkFleet(t *testing.T, dir string) {
 		}
 	}
 	want := 0
-	for _, e := range append(demo.Examples(), demo.MachineExample()) {
+	for _, e := range append(demo.Examples(), demo.MachineExample(), demo.SplitExample()) {
 		want += int(e.Replicas)
 	}
 	if pods != want {
