@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -53,7 +52,6 @@ import (
 	"github.com/fleetfit/fleetfit/pkg/scheduler/cache"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/framework"
 	"github.com/fleetfit/fleetfit/pkg/scheduler/plugins"
-	"github.com/fleetfit/fleetfit/pkg/util/workers"
 	"github.com/fleetfit/fleetfit/pkg/version"
 )
 
@@ -237,10 +235,9 @@ func (o *Options) Run(ctx context.Context) error {
 	fleetfitInformers := fleetfitinformers.NewSharedInformerFactory(fleetfitClient, 0)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if _, err := workers.RegisterQueueMetrics(reg, "fleetfit"); err != nil {
-		return err
-	}
+	// Go's and the process's metrics, and the work queues' (workqueue_depth,
+	// workqueue_queue_duration_seconds, ... by queue name, as kube-controller-manager exports
+	// them), come from component-base's registry, which /metrics serves beside this one.
 	metrics := placement.NewMetrics(reg)
 	h := scheduler.NewHandle(clock.RealClock{}, ocmInformers.Cluster().V1alpha1().AddOnPlacementScores().Lister())
 	sched, err := scheduler.New(h, plugins.NewRegistry(), plugins.DefaultProfile())

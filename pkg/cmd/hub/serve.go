@@ -18,6 +18,7 @@ import (
 	apimux "k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/server/routes"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/fleetfit/fleetfit/pkg/allocationcandidates"
 	"github.com/fleetfit/fleetfit/pkg/controller/placement"
@@ -104,7 +105,8 @@ func (s *ServingOptions) serve(ctx context.Context, kubeconfig string, ctrl *pla
 		return hubauth.Access{Verb: strings.ToLower(r.Method), Path: r.URL.Path}
 	}
 	endpoints := http.NewServeMux()
-	endpoints.Handle("/metrics", door.Require(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), onPath))
+	metrics := prometheus.Gatherers{reg, legacyregistry.DefaultGatherer}
+	endpoints.Handle("/metrics", door.Require(promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), onPath))
 	if s.Profiling {
 		profiles := apimux.NewPathRecorderMux("fleetfit-hub-profiling")
 		routes.Profiling{}.Install(profiles)

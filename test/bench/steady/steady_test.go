@@ -326,7 +326,7 @@ func runOnce(b *testing.B, sz size, set settings) result {
 // placements wait for a worker, and how long their cycles take.
 func hubHistograms(ctx context.Context, b *testing.B, hub *framework.ControlPlane, proc *framework.Component) (lag, wait, cycle histogram) {
 	lag = hubHistogram(ctx, b, hub, proc, "fleetfit_scheduler_inventory_report_lag_seconds", nil)
-	wait = hubHistogram(ctx, b, hub, proc, "fleetfit_workqueue_queue_duration_seconds", map[string]string{"name": "placements"})
+	wait = hubHistogram(ctx, b, hub, proc, "workqueue_queue_duration_seconds", map[string]string{"name": "placements"})
 	cycle = hubHistogram(ctx, b, hub, proc, "fleetfit_scheduler_cycle_duration_seconds", nil)
 	return lag, wait, cycle
 }
