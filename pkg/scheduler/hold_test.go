@@ -124,7 +124,7 @@ func TestSticky(t *testing.T) {
 		sticky  bool
 		want    []string
 	}{
-		"not sticky: the best score wins": {decided: []string{"c5"}, want: []string{"c6"}},
+		"not sticky: the best score wins":        {decided: []string{"c5"}, want: []string{"c6"}},
 		"sticky: 10 points better is not enough": {decided: []string{"c5"}, sticky: true, want: []string{"c5"}},
 		"sticky: 40 points better is":            {decided: []string{"c2"}, sticky: true, want: []string{"c6"}},
 	}
