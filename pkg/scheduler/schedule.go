@@ -298,18 +298,22 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 	// get no share in any are not needed.
 	if divisions := s.split(ctx, state, snap, req, selected); len(divisions) > 0 {
 		res.Divisions = divisions
-		needed := make([]int, 0, len(selected))
+		shared := framework.NewBitset(snap.NumClusters())
 		unplaced := int32(0)
-		for _, i := range selected {
-			for k := range divisions {
-				if divisions[k].ShareOf(i) > 0 {
-					needed = append(needed, i)
-					break
+		for k := range divisions {
+			d := &divisions[k]
+			for j, i := range d.Clusters {
+				if d.Shares[j] > 0 {
+					shared.Set(i)
 				}
 			}
+			unplaced += d.Unplaced
 		}
-		for k := range divisions {
-			unplaced += divisions[k].Unplaced
+		needed := make([]int, 0, len(selected))
+		for _, i := range selected {
+			if shared.Has(i) {
+				needed = append(needed, i)
+			}
 		}
 		selected = needed
 		if unplaced == 0 {

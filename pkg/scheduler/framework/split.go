@@ -29,13 +29,3 @@ type Division struct {
 	// Unplaced is what no selected cluster has room for.
 	Unplaced int32
 }
-
-// ShareOf returns the share of the cluster at index i.
-func (d *Division) ShareOf(i int) int32 {
-	for k, c := range d.Clusters {
-		if c == i {
-			return d.Shares[k]
-		}
-	}
-	return 0
-}
