@@ -277,7 +277,9 @@ func (c *Cache) UpsertInventory(inv *fleetfitv1alpha1.ClusterInventory) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.inventories[inv.Namespace] = inv
-	// Reservations whose pods the new report shows are done.
+	// Reservations whose pods the new report shows are done. A report that shows none of them
+	// leaves the reservations, and their epoch, as they are: a cycle under way need not be
+	// computed again because a cluster heartbeat.
 	if rs := c.reservations[inv.Namespace]; len(rs) > 0 {
 		requested := framework.RequestedTotals(inv)
 		kept := make([]framework.Reservation, 0, len(rs))
@@ -286,7 +288,9 @@ func (c *Cache) UpsertInventory(inv *fleetfitv1alpha1.ClusterInventory) bool {
 				kept = append(kept, r)
 			}
 		}
-		c.setReservations(inv.Namespace, kept)
+		if len(kept) != len(rs) {
+			c.setReservations(inv.Namespace, kept)
+		}
 	}
 	c.clusterInputChanged(inv.Namespace)
 	return true

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -201,5 +203,32 @@ func TestAssumedDecisions(t *testing.T) {
 	c.Forget("ns/q")
 	if diff := cmp.Diff([]int32{0, 1, 0}, counts()); diff != "" {
 		t.Errorf("after Forget (-want,+got):\n%s", diff)
+	}
+}
+
+// TestReportWithoutThePodsKeepsTheEpoch: a report of a cluster that shows none of its reserved
+// pods (a heartbeat) leaves the reservation epoch as it is, so that a cycle under way is not
+// computed again for it; one that shows them drops the reservation and changes the epoch.
+func TestReportWithoutThePodsKeepsTheEpoch(t *testing.T) {
+	c := cache.New()
+	c.UpsertCluster(utiltesting.MakeCluster("a").Obj())
+	now := time.Now()
+	node := utiltesting.MakeNode("n").Resource(corev1.ResourceCPU, "8").Resource(corev1.ResourceMemory, "32Gi").Obj()
+	c.UpsertInventory(utiltesting.MakeInventory("a", now, []*corev1.Node{node}))
+	base := framework.RequestedTotals(c.Inventory("a"))
+	c.Reserve("a", "ns/p", []framework.Reservation{{Placement: "ns/p", Replicas: 1, Until: now.Add(time.Minute),
+		Amounts: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Base: base}}, now)
+	epoch := c.ReservationEpoch()
+	c.UpsertInventory(utiltesting.MakeInventory("a", now.Add(30*time.Second), []*corev1.Node{node}))
+	if c.ReservationEpoch() != epoch {
+		t.Error("a heartbeat changed the reservation epoch")
+	}
+	c.UpsertInventory(utiltesting.MakeInventory("a", now.Add(time.Minute), []*corev1.Node{node},
+		utiltesting.MakePod("ns", "p-0", "n", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")})))
+	if c.ReservationEpoch() == epoch {
+		t.Error("the report that shows the pods left the epoch as it was")
+	}
+	if rs := c.Snapshot().Cluster(0).Reservations; len(rs) != 0 {
+		t.Errorf("the reservation whose pods run is kept: %+v", rs)
 	}
 }
