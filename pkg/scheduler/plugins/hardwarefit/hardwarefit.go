@@ -95,13 +95,13 @@ type cycleState struct {
 	pods []*hpa.Pod
 	// optionalWeight is the weight of all their optional requirements.
 	optionalWeight int64
-	// backoff are the clusters the intents moved away from, in back-off at the cycle's time
-	// (see backoffs), and backoffEnds when the first of those ends.
 	// weighted is set when a pod splits its replicas by weights: a cluster without weight
 	// does not pass.
 	weighted bool
 	// splits is set when a pod divides its replicas among clusters.
-	splits      bool
+	splits bool
+	// backoff are the clusters the intents moved away from, in back-off at the cycle's time
+	// (see backoffs), and backoffEnds when the first of those ends.
 	backoff     map[string]backoff
 	backoffEnds time.Time
 	// misconfigured is set when an intent does not compile; Filter returns it, so that the
