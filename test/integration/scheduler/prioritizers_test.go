@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +14,16 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
+	"github.com/fleetfit/fleetfit/test/framework"
 )
 
 // TestSteadyKeepsDecision: in the default Additive mode (Balance and Steady, weight 1 each)
 // a placement keeps the cluster it decides when an equal cluster appears, even one that sorts
 // first by name and would win the tie. The same placement with Balance alone, in another
-// cluster set so that Balance sees no other placement, moves to the new cluster.
+// cluster set so that Balance sees no other placement, follows its scores: OCM's cycle would
+// move it to the new cluster, which wins the tie by name, but fleetfit moves a placement that
+// follows its scores only to a cluster that scores clearly better (framework.StickyMargin),
+// so it stays too.
 func TestSteadyKeepsDecision(t *testing.T) {
 	e := newEnv(t, "prio-steady")
 	off := newEnv(t, "prio-steady-off")
@@ -37,7 +43,18 @@ func TestSteadyKeepsDecision(t *testing.T) {
 	off.waitDecided("no-steady", off.names("b")...)
 
 	off.createCluster(off.cluster("a").Label("role", "app"))
-	off.waitDecided("no-steady", off.names("a")...)
+	// Created after a: once "witness" decides it, the hub has seen a as well.
+	off.createPlacement(utiltesting.MakePlacement("witness", off.ns).PredicateLabels(map[string]string{"role": "witness"}))
+	off.createCluster(off.cluster("w").Label("role", "witness"))
+	off.waitDecided("witness", off.names("w")...)
+	off.resync("no-steady")
+	framework.Consistently(t, 3*time.Second, func(ctx context.Context) error {
+		got, _, err := off.decided(ctx, "no-steady")
+		if err == nil && !slices.Equal(got, off.names("b")) {
+			err = fmt.Errorf("no-steady decides %v, want %v: a tie is no reason to move", got, off.names("b"))
+		}
+		return err
+	})
 
 	e.createCluster(e.cluster("a").Label("role", "app"))
 	// Created after a: once "witness" decides it, the hub has seen a as well.
