@@ -42,7 +42,7 @@ type Consumer struct {
 	Manifest int
 	// Replicas is how many pods of the consumer one cluster must host:
 	// spec replicas when set, else what the target manifest says (see
-	// replicasOf), else 1.
+	// ReplicasOf), else 1.
 	Replicas int32
 	// ExclusiveCPU is spec exclusiveCPU; Resolve has checked that the pod can
 	// get Guaranteed QoS with whole cores.

@@ -91,7 +91,7 @@ func bindWorkload(r *Resolved) problems {
 			continue
 		}
 		if c.Replicas == replicasUnset {
-			replicas, msg := replicasOf(u)
+			replicas, msg := ReplicasOf(u)
 			if msg != "" {
 				ps.add(ReasonInvalidWorkload, c.Name, "%s", msg)
 				continue
@@ -197,7 +197,7 @@ func podSpecOf(u *unstructured.Unstructured) (*corev1.PodSpec, string) {
 	return spec, ""
 }
 
-// replicasOf is how many pods of the object one cluster runs at once:
+// ReplicasOf is how many pods of the object one cluster runs at once:
 //   - Deployment, StatefulSet, ReplicaSet: spec.replicas (Kubernetes defaults
 //     it to 1). A workload scaled to 0 needs no room; set the consumer's
 //     replicas to plan for a later scale-up.
@@ -208,7 +208,7 @@ func podSpecOf(u *unstructured.Unstructured) (*corev1.PodSpec, string) {
 //   - DaemonSet: 1. It runs one pod per node, which is not a count a cluster
 //     must fit: the action controller restricts it to nodes with the
 //     features, and a cluster qualifies when one node has room for a pod.
-func replicasOf(u *unstructured.Unstructured) (int32, string) {
+func ReplicasOf(u *unstructured.Unstructured) (int32, string) {
 	field := func(dflt int64, path ...string) (int64, string) {
 		v, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
 		if !found || v == nil {

@@ -1,10 +1,13 @@
 package action
 
 import (
+	"math"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetfitv1alpha1 "github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/hpa"
 )
 
 // workloadReplicas returns, for status.clusters, the replicas that w delivers of the intent's
@@ -41,7 +44,8 @@ func workloadReplicas(in *fleetfitv1alpha1.HPAIntent, w *workv1.ManifestWork) (r
 		}
 		var r int32
 		if v, ok := values[name]; ok && v.Integer != nil {
-			r = int32(*v.Integer)
+			// A count the agent reports beyond int32 is refused by the API, never wrapped.
+			r = int32(min(max(*v.Integer, 0), math.MaxInt32))
 		}
 		return &n, &r
 	}
@@ -64,33 +68,14 @@ func oneTarget(in *fleetfitv1alpha1.HPAIntent) (fleetfitv1alpha1.ConsumerTarget,
 	return t, true
 }
 
-// podsAtOnce is how many pods a workload object runs at once (see workloadReplicas), and
-// false for a kind without replicas or a count that is not a whole number in range.
+// podsAtOnce is how many pods a workload object with replicas runs at once, as the scheduler
+// counts them (hpa.ReplicasOf), and false for a kind without replicas or a count that is not
+// a whole number in range.
 func podsAtOnce(o *unstructured.Unstructured) (int32, bool) {
-	field := func(dflt int64, path ...string) (int64, bool) {
-		v, found, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
-		if !found || v == nil {
-			return dflt, true
-		}
-		switch v := v.(type) {
-		case int64:
-			return v, v >= 0 && v <= 1<<31-1
-		case float64:
-			return int64(v), v >= 0 && v <= 1<<31-1 && v == float64(int64(v))
-		}
-		return 0, false
-	}
 	switch o.GetKind() {
-	case "Deployment", "StatefulSet", "ReplicaSet":
-		n, ok := field(1, "spec", "replicas")
-		return int32(n), ok
-	case "Job":
-		parallelism, ok := field(1, "spec", "parallelism")
-		if !ok {
-			return 0, false
-		}
-		completions, ok := field(parallelism, "spec", "completions")
-		return int32(min(parallelism, completions)), ok
+	case "Deployment", "StatefulSet", "ReplicaSet", "Job":
+		n, msg := hpa.ReplicasOf(o)
+		return n, msg == ""
 	}
 	return 0, false
 }
