@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 
 	deployagent "github.com/fleetfit/fleetfit/deploy/agent"
 	"github.com/fleetfit/fleetfit/pkg/agent/machinegroup/injector"
@@ -52,12 +53,28 @@ func RegisterInjector(ctx context.Context, spoke *ControlPlane, addr string) err
 		return err
 	}
 	client := spoke.AdminClient().AdmissionregistrationV1().MutatingWebhookConfigurations()
-	err = client.Delete(ctx, cfg.Name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("replacing webhook configuration %s: %w", cfg.Name, err)
-	}
-	if _, err := client.Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating webhook configuration %s: %w", cfg.Name, err)
+	// Another writer (OCM's work agent applying the add-on's manifests) may create it at the
+	// same time: replace whatever is there, retrying on conflicts, rather than delete and
+	// create, which that writer can come between.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		old, err := client.Get(ctx, cfg.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = client.Create(ctx, cfg, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(admissionregistrationv1.Resource("mutatingwebhookconfigurations"), cfg.Name, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		want := cfg.DeepCopy()
+		want.ResourceVersion = old.ResourceVersion
+		_, err = client.Update(ctx, want, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("creating or replacing webhook configuration %s: %w", cfg.Name, err)
 	}
 	return nil
 }
