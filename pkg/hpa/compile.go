@@ -55,11 +55,17 @@ func Compile(in *v1alpha1.HPAIntent) (*Intent, error) {
 		} else {
 			p.What = "consumers " + in.Name + "/" + p.Name
 		}
+		if p.Request, err = p.withDevices(p.Request); err != nil {
+			return nil, err
+		}
 		for _, c := range p.Consumers {
 			for k := range c.Optional {
 				o := &c.Optional[k]
 				if o.Request, err = compileOptional(&out.Resolved, p, c, o); err != nil {
 					return nil, fmt.Errorf("consumer %q, optional requirement %q: %w", c.Name, o.Name, err)
+				}
+				if o.Request, err = p.withDevices(o.Request); err != nil {
+					return nil, err
 				}
 			}
 		}

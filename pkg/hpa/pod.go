@@ -36,6 +36,10 @@ type Pod struct {
 	// Compile sets it, so that a filter over a large fleet does not build it
 	// per cluster.
 	What string
+	// Devices are the DRA devices each replica needs on its node: its
+	// consumers' device requirements, then the requests of the
+	// ResourceClaimTemplates its pod template claims. Request counts them.
+	Devices []Device
 	// Split, when the intent divides the replicas among clusters, says how;
 	// Replicas is then the total, and a cluster runs its share.
 	Split *Split

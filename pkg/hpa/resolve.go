@@ -61,6 +61,9 @@ type Consumer struct {
 	// refuses both), as the managed cluster's agent gives its container the
 	// type's resources.
 	MachineType *v1alpha1.MachineTypeRequirement
+	// Devices are the consumer's device requirements, all mandatory. They
+	// are the pod's (see Pod.Devices): its Request leaves them out.
+	Devices []Device
 	// Optional are the optional requirements in spec order.
 	Optional []OptionalRequirement
 	// Request is the consumer's own mandatory requirements for one replica
@@ -163,6 +166,9 @@ func Resolve(intent *v1alpha1.HPAIntent) (*Resolved, error) {
 	if len(ps) > 0 {
 		return nil, ps.err()
 	}
+	if ps = addPodDevices(out); len(ps) > 0 {
+		return nil, ps.err()
+	}
 	split, ps := resolveSplit(intent.Spec.Split, out.Pods)
 	if len(ps) > 0 {
 		return nil, ps.err()
@@ -224,6 +230,9 @@ func resolveConsumer(in *v1alpha1.ResourceConsumer) (Consumer, problems) {
 			} else {
 				c.Optional = append(c.Optional, OptionalRequirement{Name: r.Name, Weight: r.EffectiveWeight(), Feature: &f})
 			}
+		case r.Devices != nil:
+			// Validation keeps device requirements mandatory.
+			c.Devices = append(c.Devices, deviceOf(r.Name, r.Devices))
 		case r.MachineType != nil:
 			m := *r.MachineType
 			if r.IsMandatory() {

@@ -48,9 +48,10 @@ type Allocation struct {
 	arena       []int64
 
 	// Scratch reused by Place.
-	cands   []candidate
-	needBuf []need
-	reduced []int64
+	cands    []candidate
+	needBuf  []need
+	boundBuf [][2]int
+	reduced  []int64
 }
 
 type allocShape struct {
@@ -217,9 +218,18 @@ func (a *Allocation) candidates(r *Request) {
 		if len(a.shapes[i].vectors) == 0 || !s.usable(r.sel) {
 			continue
 		}
-		from := len(a.needBuf)
-		a.needBuf = s.appendNeeds(a.needBuf, r)
-		a.cands = append(a.cands, candidate{shape: i, from: from, to: len(a.needBuf)})
+		if len(r.devices) == 0 {
+			from := len(a.needBuf)
+			a.needBuf = s.appendNeeds(a.needBuf, r)
+			a.cands = append(a.cands, candidate{shape: i, from: from, to: len(a.needBuf)})
+			continue
+		}
+		var bounds [][2]int
+		a.needBuf, bounds = s.alternatives(a.needBuf, a.boundBuf[:0], r, a.view)
+		a.boundBuf = bounds
+		for _, b := range bounds {
+			a.cands = append(a.cands, candidate{shape: i, from: b[0], to: b[1]})
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
 )
 
 // Cluster is the running inventory of one cluster, fed by node and pod
@@ -46,6 +48,10 @@ type Cluster struct {
 	factsScratch factsBuilder
 	requests     map[string]*Vector
 	requestKey   []byte
+
+	// deviceReport is the report of device kinds SetDevices was last given;
+	// nil until then.
+	deviceReport *v1alpha1.ReportedDevices
 }
 
 // requestCacheLimit bounds the distinct request vectors remembered; pods
@@ -57,6 +63,12 @@ const requestCacheLimit = 4096
 type nodeEntry struct {
 	name  string
 	facts *nodeFacts // nil while no Node of this name exists
+	// node is the Node the facts were read from, kept to read it again when
+	// its devices change.
+	node *corev1.Node
+	// devices are the node's DRA devices, nil when it has none; their used
+	// counts are part of requested.
+	devices *NodeDevices
 	// requested is owned by the entry and updated in place as pods come and
 	// go; it is never shared, so whatever leaves the entry is a copy.
 	requested Vector
@@ -124,8 +136,9 @@ func (c *Cluster) UpsertNode(node *corev1.Node) {
 }
 
 func (c *Cluster) upsertNode(node *corev1.Node) {
-	c.factsScratch.read(node, &c.labels)
 	e := c.entry(node.Name)
+	e.node = node
+	c.factsScratch.read(node, &c.labels, e.devices)
 	e.facts = c.factsScratch.cachedFacts(c.facts, 2*len(c.nodes)+64)
 	c.markDirty(e)
 }
@@ -200,9 +213,46 @@ func (c *Cluster) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.nodes[name]; ok {
-		e.facts = nil
+		e.facts, e.node = nil, nil
 		c.markDirty(e)
 	}
+}
+
+// SetDevices records every node's Dynamic Resource Allocation devices (see
+// SummarizeDevices) and the report of their kinds, replacing what was set
+// before: a node missing from nodes has none. Nodes whose devices changed
+// are filed again; the others cost nothing.
+func (c *Cluster) SetDevices(nodes map[string]*NodeDevices, report *v1alpha1.ReportedDevices) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deviceReport = report.DeepCopy()
+	for name, e := range c.nodes {
+		if e.devices != nil && nodes[name] == nil {
+			c.setNodeDevices(e, nil)
+		}
+	}
+	for name, d := range nodes {
+		c.setNodeDevices(c.entry(name), d)
+	}
+}
+
+func (c *Cluster) setNodeDevices(e *nodeEntry, d *NodeDevices) {
+	if e.devices.equal(d) {
+		return
+	}
+	if e.devices != nil {
+		e.requested = e.requested.subInPlace(e.devices.Used)
+	}
+	if d != nil {
+		d = &NodeDevices{Capacity: slices.Clone(d.Capacity), Used: slices.Clone(d.Used), Hidden: slices.Clone(d.Hidden)}
+		e.requested = e.requested.addInPlace(d.Used)
+	}
+	e.devices = d
+	if e.node != nil {
+		c.factsScratch.read(e.node, &c.labels, e.devices)
+		e.facts = c.factsScratch.cachedFacts(c.facts, 2*len(c.nodes)+64)
+	}
+	c.markDirty(e)
 }
 
 // UpsertPod records the current state of a Pod. Pods that are not bound or

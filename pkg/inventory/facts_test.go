@@ -78,7 +78,7 @@ func TestNodeFactsAndCache(t *testing.T) {
 		if got := shapeKeyOf(want); got != want.shapeKey {
 			t.Fatalf("node %s: shapeKeyOf = %q, want %q", n.Name, got, want.shapeKey)
 		}
-		b.read(n, &prefixes)
+		b.read(n, &prefixes, nil)
 		if got := b.cachedFacts(cache, 50); !cmp.Equal(want, got, allow) {
 			t.Fatalf("node %s: cached facts differ (-want,+got):\n%s", n.Name, cmp.Diff(want, got, allow))
 		}

@@ -74,7 +74,7 @@ type nodeFacts struct {
 
 func newNodeFacts(node *corev1.Node, reported *labelFilter) *nodeFacts {
 	var b factsBuilder
-	b.read(node, reported)
+	b.read(node, reported, nil)
 	return b.facts()
 }
 
@@ -92,14 +92,20 @@ type factsBuilder struct {
 
 type label struct{ key, value string }
 
-// read fills b from node.
-func (b *factsBuilder) read(node *corev1.Node, reported *labelFilter) {
+// read fills b from node and its devices, which may be nil: the devices'
+// kinds count as resources of the node's capacity and allocatable, and the
+// extended resources they hide do not.
+func (b *factsBuilder) read(node *corev1.Node, reported *labelFilter, devices *NodeDevices) {
 	b.ready = isReady(node)
 	b.schedulable = b.ready && !node.Spec.Unschedulable
 	b.labels = appendFeatureLabels(b.labels[:0], node.Labels, reported)
 	b.taints = appendNormalizedTaints(b.taints[:0], node.Spec.Taints)
 	b.capacity = appendVector(b.capacity[:0], node.Status.Capacity)
 	b.allocatable = appendVector(b.allocatable[:0], node.Status.Allocatable)
+	if devices != nil {
+		b.capacity = withDevices(b.capacity, devices)
+		b.allocatable = withDevices(b.allocatable, devices)
+	}
 	b.key = appendShapeKey(b.key[:0], b.schedulable, b.taints, b.labels, b.allocatable)
 	b.shapeKeyLen = len(b.key)
 	// The rest of the facts, after a separator that the shape key never
@@ -230,4 +236,15 @@ func (f *nodeFacts) info(name string, requested Vector, pods int) NodeInfo {
 		Requested:   requested,
 		Pods:        pods,
 	}
+}
+
+// withDevices adds the kinds of devices to v, which holds a node's
+// resources, and drops the resources they hide.
+func withDevices(v Vector, devices *NodeDevices) Vector {
+	if len(devices.Hidden) > 0 {
+		v = slices.DeleteFunc(v, func(a Amount) bool { return slices.Contains(devices.Hidden, a.Name) })
+	}
+	v = append(v, devices.Capacity...)
+	sortAmounts(v)
+	return v
 }

@@ -87,6 +87,7 @@ func (c *Cluster) Summarize() v1alpha1.ClusterInventoryStatus {
 		}
 	}
 	st.ReportedLabels = c.cfg.reportedLabels()
+	st.Devices = c.deviceReport.DeepCopy()
 	if len(st.NodeShapes) == 0 {
 		st.NodeShapes = nil
 	}

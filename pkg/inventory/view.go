@@ -29,6 +29,8 @@ type Request struct {
 	pods    int64  // pod slots per replica, in milli
 	// machine is the machine type each replica takes; nil for amounts.
 	machine *MachineType
+	// devices are the DRA devices each replica takes on its node.
+	devices []*DeviceRequest
 }
 
 // NewRequest compiles a request; see NewSelector for what it rejects, and
@@ -78,6 +80,10 @@ type View struct {
 	// by group and name, and machineGroups the groups' names, sorted.
 	machines      []viewMachine
 	machineGroups []string
+
+	// kinds are the cluster's DRA device kinds, by name; node shapes count
+	// their devices under these names.
+	kinds map[corev1.ResourceName]*v1alpha1.DeviceKind
 
 	// packingOnce guards packing, the scales Allocations use, computed on
 	// the first Allocate so that views that are never allocated do not pay.
@@ -140,6 +146,7 @@ func NewView(st *v1alpha1.ClusterInventoryStatus) *View {
 		v.shapes = append(v.shapes, s)
 	}
 	v.indexMachines(st)
+	v.indexKinds(st)
 	return v
 }
 
@@ -149,6 +156,25 @@ type need struct {
 	name  corev1.ResourceName
 	milli int64
 	index int
+	// label describes a need of devices (see DeviceRequest.String); empty
+	// for a resource.
+	label string
+}
+
+// key names the need in reasons.
+func (n need) key() string {
+	if n.label != "" {
+		return n.label
+	}
+	return string(n.name)
+}
+
+// text is how much of the need a node offers, for reasons.
+func (n need) text(milli int64) string {
+	if n.label != "" {
+		return fmt.Sprintf("%d of %s", milli/1000, n.label)
+	}
+	return amountText(n.name, milli)
 }
 
 func (s *viewShape) needs(r *Request) []need {
@@ -232,10 +258,13 @@ func (v *View) MaxReplicas(r *Request) (count int64, exact bool) {
 		if s.truncated {
 			exact = false
 		}
-		needs := s.needs(r)
+		buf, bounds := s.alternatives(nil, nil, r, v)
 		for j := range s.vectors {
 			vec := &s.vectors[j]
-			n := perNode(vec, needs)
+			n := int64(0)
+			for _, b := range bounds {
+				n = max(n, perNode(vec, buf[b[0]:b[1]]))
+			}
 			if n > 0 && vec.count > (math.MaxInt64-count)/n {
 				return math.MaxInt64, exact
 			}
@@ -293,8 +322,9 @@ func (v *View) FitsOnOneNode(r *Request) (bool, string) {
 		taint      corev1.Taint
 		tainted    bool
 		usable     bool
-		best       map[corev1.ResourceName]int64
-		order      []corev1.ResourceName
+		best       map[string]int64
+		want       map[string]need
+		order      []string
 		closest    []string
 		closestMet = -1
 	)
@@ -314,33 +344,37 @@ func (v *View) FitsOnOneNode(r *Request) (bool, string) {
 			}
 			continue
 		}
-		needs := s.needs(r)
+		buf, bounds := s.alternatives(nil, nil, r, v)
 		for j := range s.vectors {
 			vec := &s.vectors[j]
-			if perNode(vec, needs) > 0 {
-				return true, ""
-			}
-			usable = true
-			met := 0
-			var offer []string
-			for _, n := range needs {
-				f := n.free(vec)
-				if best == nil {
-					best = map[corev1.ResourceName]int64{}
+			for _, b := range bounds {
+				needs := buf[b[0]:b[1]]
+				if perNode(vec, needs) > 0 {
+					return true, ""
 				}
-				if b, seen := best[n.name]; !seen {
-					order = append(order, n.name)
-					best[n.name] = f
-				} else if f > b {
-					best[n.name] = f
+				usable = true
+				met := 0
+				var offer []string
+				for _, n := range needs {
+					f := n.free(vec)
+					if best == nil {
+						best, want = map[string]int64{}, map[string]need{}
+					}
+					k := n.key()
+					if b, seen := best[k]; !seen {
+						order = append(order, k)
+						best[k], want[k] = f, n
+					} else if f > b {
+						best[k] = f
+					}
+					if f >= n.milli {
+						met++
+					}
+					offer = append(offer, n.text(f))
 				}
-				if f >= n.milli {
-					met++
+				if met > closestMet {
+					closestMet, closest = met, offer
 				}
-				offer = append(offer, amountText(n.name, f))
-			}
-			if met > closestMet {
-				closestMet, closest = met, offer
 			}
 		}
 	}
@@ -356,16 +390,20 @@ func (v *View) FitsOnOneNode(r *Request) (bool, string) {
 	}
 	// A single resource no node has enough of explains it best.
 	needsText := make([]string, 0, len(order))
-	for _, name := range order {
-		want := r.pods
-		if name != corev1.ResourcePods {
-			want = r.amounts.Get(name)
+	for _, k := range order {
+		n := want[k]
+		if n.label != "" {
+			if best[k] < n.milli {
+				return false, fmt.Sprintf("no schedulable node%s has %s free; the best has %d", with, n.label, best[k]/1000)
+			}
+			needsText = append(needsText, n.label)
+			continue
 		}
-		if best[name] < want {
+		if best[k] < n.milli {
 			return false, fmt.Sprintf("no schedulable node%s has %s free; the best has %s",
-				with, amountText(name, want), quantityText(name, best[name]))
+				with, amountText(n.name, n.milli), quantityText(n.name, best[k]))
 		}
-		needsText = append(needsText, amountText(name, want))
+		needsText = append(needsText, amountText(n.name, n.milli))
 	}
 	return false, fmt.Sprintf("no schedulable node%s has %s free at once; the closest has %s",
 		with, strings.Join(needsText, ", "), strings.Join(closest, ", "))

@@ -162,6 +162,12 @@ type ClusterInventoryStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	OmittedUnschedulable int32 `json:"omittedUnschedulable,omitempty"`
+
+	// devices are the cluster's Dynamic Resource Allocation devices: the
+	// kinds whose free counts node shapes carry under each kind's name.
+	// Absent from agents older than the field.
+	// +optional
+	Devices *ReportedDevices `json:"devices,omitempty"`
 }
 
 // Bounds of ClusterInventoryStatus.Unschedulable.

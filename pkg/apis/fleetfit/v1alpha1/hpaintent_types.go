@@ -157,8 +157,9 @@ type ConsumerTarget struct {
 // ResourceRequirement is one thing a consumer needs: an amount of a resource
 // on one node, or a node feature.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.resource), has(self.feature), has(self.machineType)].filter(x, x).size() == 1",message="set exactly one of resource (an amount to have free on a node), feature (a node label requirement) or machineType (a machine of a MachineGroup's type for each replica)"
+// +kubebuilder:validation:XValidation:rule="[has(self.resource), has(self.feature), has(self.machineType), has(self.devices)].filter(x, x).size() == 1",message="set exactly one of resource (an amount to have free on a node), feature (a node label requirement), machineType (a machine of a MachineGroup's type for each replica) or devices (DRA devices on the node)"
 // +kubebuilder:validation:XValidation:rule="!has(self.weight) || !self.mandatory",message="weight ranks optional requirements only: set mandatory: false, or remove weight"
+// +kubebuilder:validation:XValidation:rule="!has(self.devices) || self.mandatory",message="devices are mandatory: a pod gets its devices or does not start; remove mandatory: false"
 type ResourceRequirement struct {
 	// name identifies the requirement within the consumer.
 	// +required
@@ -193,6 +194,13 @@ type ResourceRequirement struct {
 	// guests, which the cluster's agent gives the type's cpu, memory and GPUs.
 	// +optional
 	MachineType *MachineTypeRequirement `json:"machineType,omitempty"`
+
+	// devices asks for Dynamic Resource Allocation devices on the node that
+	// runs the pod, as a request of a ResourceClaim does; the requirement's
+	// name is the request's name in the ResourceClaimTemplate fleetfit
+	// delivers with the workload.
+	// +optional
+	Devices *DeviceRequirement `json:"devices,omitempty"`
 }
 
 // MachineTypeRequirement names a machine type of a MachineGroup, as the

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/inventory/devicecel"
 )
 
 // Limits from the API types' markers.
@@ -61,7 +62,7 @@ func hasLongExponent(q *resource.Quantity) bool {
 
 // Messages of the CRD's CEL rules, word for word.
 const (
-	msgResourceXorFeature      = "set exactly one of resource (an amount to have free on a node), feature (a node label requirement) or machineType (a machine of a MachineGroup's type for each replica)"
+	msgResourceXorFeature      = "set exactly one of resource (an amount to have free on a node), feature (a node label requirement), machineType (a machine of a MachineGroup's type for each replica) or devices (DRA devices on the node)"
 	msgMachineTypeAndAmounts   = "a consumer that takes a machine type gets its cpu, memory and GPUs from the type, which the managed cluster's agent sets on its container: remove its resource requirements, or its machineType requirements"
 	msgOneMandatoryMachineType = "each replica takes one machine: keep one mandatory machineType requirement and make the others optional (mandatory: false)"
 	msgWeightOnMandatory       = "weight ranks optional requirements only: set mandatory: false, or remove weight"
@@ -119,8 +120,11 @@ func validateRequirement(r *v1alpha1.ResourceRequirement, path *field.Path) fiel
 		errs = append(errs, validateMinimum(path.Child("weight"), int64(*r.Weight), minWeight)...)
 		errs = append(errs, validateMaximum(path.Child("weight"), int64(*r.Weight), maxWeight)...)
 	}
-	if set := btoi(r.Resource != nil) + btoi(r.Feature != nil) + btoi(r.MachineType != nil); set != 1 {
+	if set := btoi(r.Resource != nil) + btoi(r.Feature != nil) + btoi(r.MachineType != nil) + btoi(r.Devices != nil); set != 1 {
 		errs = append(errs, field.Invalid(path, field.OmitValueType{}, msgResourceXorFeature))
+	}
+	if r.Devices != nil && !r.IsMandatory() {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, msgOptionalDevices))
 	}
 	if r.Weight != nil && r.IsMandatory() {
 		errs = append(errs, field.Invalid(path.Child("weight"), int64(*r.Weight), msgWeightOnMandatory))
@@ -133,6 +137,9 @@ func validateRequirement(r *v1alpha1.ResourceRequirement, path *field.Path) fiel
 	}
 	if r.MachineType != nil {
 		errs = append(errs, validateMachineType(r.MachineType, path.Child("machineType"))...)
+	}
+	if r.Devices != nil {
+		errs = append(errs, validateDevices(r.Devices, path.Child("devices"))...)
 	}
 	return errs
 }
@@ -318,4 +325,52 @@ func maxAmount(units string) (resource.Quantity, bool) {
 		return resource.Quantity{}, false
 	}
 	return *resource.NewQuantity(m, resource.DecimalSI), true
+}
+
+// Bounds of a DeviceRequirement, from its markers.
+const (
+	maxDeviceCount     = 32
+	maxDeviceSelectors = 32
+)
+
+// Messages of the CRD's rules on devices.
+const (
+	msgDeviceCount     = "count must be at least 1"
+	msgOptionalDevices = "devices are mandatory: a pod gets its devices or does not start; remove mandatory: false"
+)
+
+// validateDevices checks a devices requirement: its class name as
+// Kubernetes checks a DeviceClass's name, and each selector compiled in the
+// environment kube-scheduler evaluates it in, within its cost budget.
+func validateDevices(d *v1alpha1.DeviceRequirement, path *field.Path) field.ErrorList {
+	errs := validateRequiredString(path.Child("deviceClassName"), d.DeviceClassName, maxResourceNameLen)
+	if len(errs) == 0 {
+		if problems := validation.IsDNS1123Subdomain(d.DeviceClassName); len(problems) > 0 {
+			errs = append(errs, field.Invalid(path.Child("deviceClassName"), d.DeviceClassName,
+				describe("must be the name of a DeviceClass, such as gpu.example.com", problems)))
+		}
+	}
+	if d.Count != nil {
+		if *d.Count < 1 {
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, msgDeviceCount))
+		}
+		errs = append(errs, validateMaximum(path.Child("count"), int64(*d.Count), maxDeviceCount)...)
+	}
+	errs = append(errs, validateMaxItems(path.Child("selectors"), len(d.Selectors), maxDeviceSelectors)...)
+	for i, s := range d.Selectors {
+		p := path.Child("selectors").Index(i).Child("cel")
+		if s.CEL == nil {
+			errs = append(errs, field.Required(p, ""))
+			continue
+		}
+		p = p.Child("expression")
+		if e := validateRequiredString(p, s.CEL.Expression, v1alpha1.MaxDeviceSelectorLength); len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
+		if err := devicecel.Check(s.CEL.Expression); err != nil {
+			errs = append(errs, field.Invalid(p, s.CEL.Expression, err.Error()))
+		}
+	}
+	return errs
 }
