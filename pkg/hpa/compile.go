@@ -116,7 +116,26 @@ func (in *Intent) Amounts() corev1.ResourceList {
 	for i := range in.Consumers {
 		in.Consumers[i].addAmounts(out)
 	}
+	for k := range in.Pods {
+		p := &in.Pods[k]
+		addDevices(out, p.Devices, p.Replicas)
+	}
 	return out
+}
+
+// addDevices adds the devices of n replicas to out, as the pseudo resource
+// inventory.DevicesInUseName.
+func addDevices(out corev1.ResourceList, devices []Device, n int32) {
+	var count int64
+	for _, d := range devices {
+		count += d.Count
+	}
+	if count == 0 || n <= 0 {
+		return
+	}
+	sum := out[inventory.DevicesInUseName]
+	sum.Add(*resource.NewQuantity(count*int64(n), resource.DecimalSI))
+	out[inventory.DevicesInUseName] = sum
 }
 
 func (c *Consumer) addAmounts(out corev1.ResourceList) {

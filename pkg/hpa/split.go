@@ -105,6 +105,7 @@ func (p *Pod) AmountsOf(n int32) corev1.ResourceList {
 			out[name] = sum
 		}
 	}
+	addDevices(out, p.Devices, n)
 	return out
 }
 

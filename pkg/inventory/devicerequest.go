@@ -20,7 +20,9 @@ import (
 //
 // All of a replica's devices of one request are taken from one kind on one
 // node: a node with devices of two matching kinds offers the larger count
-// of one, never their sum, so fit may under-count such a node, never over-count it.
+// of one, never their sum, so fit may under-count such a node, never
+// over-count it. View.MaxReplicas and FitsOnOneNode also take the kinds of
+// all replicas on one node alike; an Allocation chooses per replica.
 type DeviceRequest struct {
 	Name      string
 	Class     string

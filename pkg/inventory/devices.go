@@ -422,3 +422,24 @@ func (c *deviceClasses) of(d devicecel.Device) []string {
 	}
 	return out
 }
+
+// DevicesInUseName is the pseudo resource that counts a cluster's allocated
+// DRA devices, of every kind, in a reservation's amounts and in the cluster's
+// requested totals: an intent's devices are of whichever kinds match on each
+// cluster, so a reservation of devices is seen through their sum. It never
+// names a real resource, so it is never asked of a node.
+const DevicesInUseName corev1.ResourceName = "fleetfit.io/dra-devices-in-use"
+
+// DevicesInUse sets DevicesInUseName in out to the devices in use the status
+// reports, in milli-units.
+func DevicesInUse(st *v1alpha1.ClusterInventoryStatus, out map[corev1.ResourceName]int64) {
+	var sum int64
+	for _, r := range st.Resources {
+		if IsDeviceResource(r.Name) {
+			sum += MilliOf(r.Requested)
+		}
+	}
+	if sum > 0 {
+		out[DevicesInUseName] = sum
+	}
+}

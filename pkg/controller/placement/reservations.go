@@ -78,6 +78,7 @@ func persistedReservations(in *fleetfitv1alpha1.HPAIntent, snap *framework.Snaps
 			// restart as well (see framework.RequestedTotals).
 			inUse := map[corev1.ResourceName]int64{}
 			inventory.MachinesInUse(&inv.Status, inUse)
+			inventory.DevicesInUse(&inv.Status, inUse)
 			for name, milli := range inUse {
 				if _, ok := amounts[name]; ok {
 					r.RequestedBefore = setRequested(r.RequestedBefore, name, *resource.NewMilliQuantity(milli, resource.DecimalSI))

@@ -54,5 +54,6 @@ func RequestedTotals(inv *fleetfitv1alpha1.ClusterInventory) map[corev1.Resource
 		out[r.Name] = inventory.MilliOf(r.Requested)
 	}
 	inventory.MachinesInUse(&inv.Status, out)
+	inventory.DevicesInUse(&inv.Status, out)
 	return out
 }
