@@ -31,7 +31,7 @@ OCM_COMMIT  := 7323d2047ab4ee8c9e478ded4f9c035f37cea702
 OCM_LDFLAGS := -s -w $(foreach v,versionFromGit=$(OCM_VERSION) commitFromGit=$(OCM_COMMIT) majorFromGit=1 minorFromGit=2,\
 	-X open-cluster-management.io/ocm/pkg/version.$(v))
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok \
-	$(BIN)/placement $(BIN)/work $(BIN)/registration $(BIN)/addon
+	$(BIN)/placement $(BIN)/work $(BIN)/registration $(BIN)/addon $(BIN)/karpenter-kwok
 
 # OCM CRDs fleetfit works with, as <api dir path>:<hub|spoke>.
 OCM_CRDS := \
@@ -70,7 +70,7 @@ build: ## Build fleetfit-hub, fleetfit-agent and the fleetfit CLI into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: tools
-tools: $(TOOLS) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and OCM's placement, work, registration and addon into bin/ (once).
+tools: $(TOOLS) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, OCM's placement, work, registration and addon, and Karpenter's kwok provider (karpenter-kwok) into bin/ (once).
 
 $(BIN)/etcd: test/tools/go.mod test/tools/go.sum
 	cd test/tools && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
@@ -80,6 +80,11 @@ $(BIN)/kube-%: test/tools/go.mod test/tools/go.sum
 
 $(BIN)/placement $(BIN)/work $(BIN)/registration $(BIN)/addon: $(BIN)/%: test/tools/ocm/go.mod test/tools/ocm/go.sum
 	cd test/tools/ocm && CGO_ENABLED=0 go build -trimpath -ldflags "$(OCM_LDFLAGS)" -o $@ open-cluster-management.io/ocm/cmd/$*
+
+# Karpenter's kwok cloud provider, built from its own module (test/tools/karpenter:
+# Karpenter v1.14.0 pins Kubernetes v0.35.1 libraries and controller-runtime v0.23).
+$(BIN)/karpenter-kwok: test/tools/karpenter/go.mod test/tools/karpenter/go.sum
+	cd test/tools/karpenter && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=v1.14.0" -o $@ sigs.k8s.io/karpenter/kwok
 
 $(BIN)/kwok:
 	GOBIN=$(BIN) CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
@@ -131,6 +136,7 @@ verify: ## Check generated code and CRDs are current, gofmt and go vet are clean
 	go vet ./...
 	cd test/tools && go mod verify >/dev/null
 	cd test/tools/ocm && go mod verify >/dev/null
+	cd test/tools/karpenter && go mod verify >/dev/null
 
 ##@ Test
 
