@@ -3,6 +3,7 @@ package inventory
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -86,4 +87,60 @@ func LargestAllocatable(st *v1alpha1.ClusterInventoryStatus, name corev1.Resourc
 		}
 	}
 	return largest
+}
+
+// deviceModelAttributes are the attribute names, in any domain, whose value
+// names a device's model, tried in this order.
+var deviceModelAttributes = []string{"model", "productName", "product", "type"}
+
+// DeviceModel names a DRA device kind for people: the string value of its
+// first model attribute (see deviceModelAttributes), else its driver.
+func DeviceModel(k *v1alpha1.DeviceKind) string {
+	for _, want := range deviceModelAttributes {
+		var found []string
+		for name, a := range k.Attributes {
+			id := string(name)
+			if i := strings.LastIndexByte(id, '/'); i >= 0 {
+				id = id[i+1:]
+			}
+			if id == want && a.StringValue != nil {
+				found = append(found, *a.StringValue)
+			}
+		}
+		if len(found) > 0 {
+			slices.Sort(found)
+			return found[0]
+		}
+	}
+	return k.Driver
+}
+
+// DevicesByModel sums a report's DRA devices by model (see DeviceModel), over
+// all kinds of that model, sorted by model: free on schedulable nodes, and
+// allocatable.
+func DevicesByModel(st *v1alpha1.ClusterInventoryStatus) []ModelAmount {
+	if st.Devices == nil {
+		return nil
+	}
+	byModel := map[string]*ModelAmount{}
+	for i := range st.Devices.Kinds {
+		k := &st.Devices.Kinds[i]
+		model := DeviceModel(k)
+		for _, m := range AmountsByModel(st, corev1.ResourceName(k.Name), "") {
+			sum := byModel[model]
+			if sum == nil {
+				sum = &ModelAmount{Model: model}
+				byModel[model] = sum
+			}
+			sum.Nodes = int32Count(addCounts(int64(sum.Nodes), int64(m.Nodes)))
+			sum.Allocatable = addCounts(sum.Allocatable, m.Allocatable)
+			sum.Free = addCounts(sum.Free, m.Free)
+		}
+	}
+	out := make([]ModelAmount, 0, len(byModel))
+	for _, m := range byModel {
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b ModelAmount) int { return cmp.Compare(a.Model, b.Model) })
+	return out
 }

@@ -255,12 +255,16 @@ func gpus(st *fleetfitv1alpha1.ClusterInventoryStatus) string {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", output.Or(m.Model, string(g.Resource)), m.Free, m.Allocatable))
 		}
 	}
+	for _, m := range inventory.DevicesByModel(st) {
+		parts = append(parts, fmt.Sprintf("%s (DRA) %d/%d", m.Model, m.Free, m.Allocatable))
+	}
 	return output.Or(strings.Join(parts, ", "), "-")
 }
 
-// isDevice reports whether name is a device resource shown in the GPU column.
+// isDevice reports whether name is a device resource shown in the GPU column: a GPU's
+// extended resource, or a kind of DRA devices.
 func isDevice(name corev1.ResourceName) bool {
-	return slices.ContainsFunc(inventory.GPUs, func(d inventory.Device) bool { return d.Resource == name })
+	return inventory.IsDeviceResource(name) || slices.ContainsFunc(inventory.GPUs, func(d inventory.Device) bool { return d.Resource == name })
 }
 
 // features names the node features of the inventory: feature labels set to "true" (without
