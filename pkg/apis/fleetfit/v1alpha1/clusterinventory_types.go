@@ -168,6 +168,19 @@ type ClusterInventoryStatus struct {
 	// Absent from agents older than the field.
 	// +optional
 	Devices *ReportedDevices `json:"devices,omitempty"`
+
+	// nodePools are the cluster's autoscaling pools, sorted by name: at most
+	// 16 (MaxReportedNodePools), the others counted in omittedNodePools.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	NodePools []ReportedNodePool `json:"nodePools,omitempty"`
+
+	// omittedNodePools counts the pools left out of nodePools.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	OmittedNodePools int32 `json:"omittedNodePools,omitempty"`
 }
 
 // Bounds of ClusterInventoryStatus.Unschedulable.

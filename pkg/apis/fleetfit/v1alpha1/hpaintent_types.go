@@ -75,6 +75,12 @@ type HPAIntentSpec struct {
 	// StatefulSet, ReplicaSet or Job).
 	// +optional
 	Split *ReplicaSplit `json:"split,omitempty"`
+
+	// scaleUp says whether the intent may go to a cluster whose autoscaling
+	// pool must first add nodes (IfNeeded, the default, after the clusters
+	// that fit now) and how long its pods may wait there.
+	// +optional
+	ScaleUp *ScaleUp `json:"scaleUp,omitempty"`
 }
 
 // PlacementRef names an OCM Placement in the same namespace.

@@ -77,6 +77,25 @@ func validateSpec(spec *v1alpha1.HPAIntentSpec, path *field.Path) field.ErrorLis
 	errs = append(errs, validateUniqueNames(consumersPath, names)...)
 	errs = append(errs, validateRescheduling(spec.Rescheduling, path.Child("rescheduling"))...)
 	errs = append(errs, validateSplit(spec, path.Child("split"))...)
+	errs = append(errs, validateScaleUp(spec.ScaleUp, path.Child("scaleUp"))...)
+	return errs
+}
+
+// validateScaleUp checks what the CRD's schema and rule check of spec.scaleUp.
+func validateScaleUp(s *v1alpha1.ScaleUp, path *field.Path) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch s.Policy {
+	case "", v1alpha1.ScaleUpIfNeeded, v1alpha1.ScaleUpNever:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("policy"), s.Policy,
+			[]string{string(v1alpha1.ScaleUpIfNeeded), string(v1alpha1.ScaleUpNever)}))
+	}
+	if d := s.MaxWait; d != nil && (d.Duration < time.Minute || d.Duration > 24*time.Hour) {
+		errs = append(errs, field.Invalid(path.Child("maxWait"), d.Duration.String(), "maxWait must be between 1m and 24h (10m when left out)"))
+	}
 	return errs
 }
 
