@@ -47,6 +47,13 @@ type Allocation struct {
 	vectorArena []viewVector
 	arena       []int64
 
+	// scaleUp lets Place add nodes of the View's pools; budget is, per pool,
+	// what its limits still allow, and launched counts, per pool shape, the
+	// nodes added.
+	scaleUp  bool
+	budget   [][]int64
+	launched []int64
+
 	// Scratch reused by Place.
 	cands    []candidate
 	needBuf  []need
@@ -93,7 +100,7 @@ func (v *View) packingInfo() *packing {
 				}
 			}
 		}
-		p := &packing{inverse: make([][]float64, len(v.shapes))}
+		p := &packing{inverse: make([][]float64, len(v.shapes)+len(v.poolShapes))}
 		for name, m := range largest {
 			if m > 0 {
 				p.scales = append(p.scales, Amount{Name: name, Milli: m})
@@ -108,8 +115,13 @@ func (v *View) packingInfo() *packing {
 			}
 			return 0
 		})
-		for i := range v.shapes {
-			names := v.shapes[i].names
+		for i := range p.inverse {
+			var names []corev1.ResourceName
+			if i < len(v.shapes) {
+				names = v.shapes[i].names
+			} else {
+				names = v.poolShapes[i-len(v.shapes)].names
+			}
 			inv := make([]float64, len(names))
 			for k, name := range names {
 				if m := p.scales.Get(name); m > 0 {
@@ -136,9 +148,20 @@ func (v *View) Allocate() *Allocation {
 func (a *Allocation) Reset(v *View) {
 	v.packingInfo()
 	a.view = v
-	a.shapes = slices.Grow(a.shapes[:0], len(v.shapes))[:len(v.shapes)]
+	n := len(v.shapes) + len(v.poolShapes)
+	a.shapes = slices.Grow(a.shapes[:0], n)[:n]
 	for i := range v.shapes {
 		a.shapes[i] = allocShape{vectors: v.shapes[i].vectors}
+	}
+	for j := range v.poolShapes {
+		a.shapes[len(v.shapes)+j] = allocShape{vectors: v.poolShapes[j].vectors}
+	}
+	a.scaleUp = false
+	a.launched = slices.Grow(a.launched[:0], len(v.poolShapes))[:len(v.poolShapes)]
+	clear(a.launched)
+	a.budget = a.budget[:0]
+	for _, p := range v.pools {
+		a.budget = append(a.budget, slices.Clone(p.budget))
 	}
 	a.machinesTaken = slices.Grow(a.machinesTaken[:0], len(v.machines))[:len(v.machines)]
 	clear(a.machinesTaken)
@@ -188,7 +211,7 @@ func (a *Allocation) Place(r *Request, replicas int64) int64 {
 			break
 		}
 		c := a.cands[ci]
-		count := a.shapes[c.shape].vectors[vi].count
+		count := a.newNodes(c.shape, vi, a.shapes[c.shape].vectors[vi].count)
 		if full := remaining / fit; full > 0 {
 			// Every node of this vector would be chosen in turn (taking
 			// replicas does not change the others' scores), so fill as
@@ -213,8 +236,12 @@ func (a *Allocation) candidates(r *Request) {
 	if _, unknown := a.view.Unreported(r.sel); unknown {
 		return
 	}
-	for i := range a.view.shapes {
-		s := &a.view.shapes[i]
+	n := len(a.view.shapes)
+	if a.scaleUp {
+		n += len(a.view.poolShapes)
+	}
+	for i := range n {
+		s := a.shapeAt(i)
 		if len(a.shapes[i].vectors) == 0 || !s.usable(r.sel) {
 			continue
 		}
@@ -244,7 +271,7 @@ func (a *Allocation) bestNode(remaining int64) (ci, vi int, fit int64) {
 		vectors := a.shapes[c.shape].vectors
 		for j := range vectors {
 			vec := &vectors[j]
-			if vec.count == 0 {
+			if vec.count == 0 || a.newNodes(c.shape, j, 1) == 0 {
 				continue
 			}
 			if !roomForOne(vec, needs) {
@@ -280,6 +307,9 @@ func roomForOne(vec *viewVector, needs []need) bool {
 
 // take puts k replicas on each of nodes nodes of vector vi of candidate c.
 func (a *Allocation) take(c candidate, vi int, nodes, k int64) {
+	if j, ok := a.isPool(c.shape); ok && vi == 0 {
+		a.charge(j, nodes)
+	}
 	vectors := a.own(c.shape)
 	old := vectors[vi].free
 	a.reduced = append(a.reduced[:0], old...)
@@ -290,7 +320,13 @@ func (a *Allocation) take(c candidate, vi int, nodes, k int64) {
 	vectors[vi].count -= nodes
 	// Nodes that end up alike share a vector, so the vectors stay few
 	// however many replicas are placed.
+	_, pool := a.isPool(c.shape)
 	for j := range vectors {
+		// A pool's first vector is its nodes not added yet: a node added
+		// never joins them, or it would be charged twice.
+		if pool && j == 0 {
+			continue
+		}
 		if slices.Equal(vectors[j].free, a.reduced) {
 			vectors[j].count += nodes
 			return

@@ -54,7 +54,7 @@ func (v *View) Gained(old *View) bool {
 			return true
 		}
 	}
-	return false
+	return v.poolsGained(old)
 }
 
 // sameKind returns the schedulable shapes of v whose nodes are of s's kind: the same labels,
@@ -115,4 +115,25 @@ func (v *View) freeMachines(m MachineType) int64 {
 		}
 	}
 	return 0
+}
+
+// poolsGained reports whether v's pools can add a node of a shape that old's
+// could not add as many of: a pool that became ready, a new shape, or limits
+// that grew.
+func (v *View) poolsGained(old *View) bool {
+	room := func(w *View) map[string]int64 {
+		out := map[string]int64{}
+		for j := range w.poolShapes {
+			info := &w.poolShapeInfo[j]
+			out[w.poolShapes[j].name] = min(w.poolShapes[j].vectors[0].count, affordable(w.pools[info.pool].budget, info.cost))
+		}
+		return out
+	}
+	before := room(old)
+	for name, n := range room(v) {
+		if n > before[name] {
+			return true
+		}
+	}
+	return false
 }

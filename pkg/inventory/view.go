@@ -85,6 +85,13 @@ type View struct {
 	// their devices under these names.
 	kinds map[corev1.ResourceName]*v1alpha1.DeviceKind
 
+	// pools are the cluster's ready autoscaling pools, and poolShapes the
+	// nodes they can add, as shapes that count only for an Allocation that
+	// scales up (see pools.go); poolShapeInfo is indexed like poolShapes.
+	pools         []viewPool
+	poolShapes    []viewShape
+	poolShapeInfo []poolShape
+
 	// packingOnce guards packing, the scales Allocations use, computed on
 	// the first Allocate so that views that are never allocated do not pay.
 	packingOnce sync.Once
@@ -147,6 +154,7 @@ func NewView(st *v1alpha1.ClusterInventoryStatus) *View {
 	}
 	v.indexMachines(st)
 	v.indexKinds(st)
+	v.indexPools(st)
 	return v
 }
 
