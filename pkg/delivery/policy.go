@@ -45,6 +45,7 @@ func Executor(namespace string) *workv1.ManifestWorkExecutor {
 var DefaultKinds = []string{
 	"apps/Deployment", "apps/StatefulSet", "apps/DaemonSet", "apps/ReplicaSet", "batch/Job", "batch/CronJob", "Pod",
 	"Namespace", "Service", "ConfigMap", "Secret", "ServiceAccount", "PersistentVolumeClaim",
+	"resource.k8s.io/ResourceClaimTemplate",
 }
 
 // clusterScoped are the cluster-scoped kinds of Kubernetes and of common add-ons: they act on
@@ -68,6 +69,9 @@ var clusterScoped = sets.New(
 	schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"},
 	schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"},
 	schema.GroupKind{Kind: "PersistentVolume"},
+	schema.GroupKind{Group: "resource.k8s.io", Kind: "DeviceClass"},
+	schema.GroupKind{Group: "resource.k8s.io", Kind: "ResourceSlice"},
+	schema.GroupKind{Group: "resource.k8s.io", Kind: "DeviceTaintRule"},
 	schema.GroupKind{Kind: "Node"},
 )
 

@@ -49,7 +49,7 @@ func TestCheck(t *testing.T) {
 		},
 		"a Role is not a default kind": {
 			manifest: object("rbac.authorization.k8s.io/v1", "Role", "", "r"),
-			want: []string{"spec.workload.manifests[0] (Role r): the hub does not deliver rbac.authorization.k8s.io/Role (it delivers ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount, apps/DaemonSet, apps/Deployment, apps/ReplicaSet, apps/StatefulSet, batch/CronJob, batch/Job); " +
+			want: []string{"spec.workload.manifests[0] (Role r): the hub does not deliver rbac.authorization.k8s.io/Role (it delivers ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount, apps/DaemonSet, apps/Deployment, apps/ReplicaSet, apps/StatefulSet, batch/CronJob, batch/Job, resource.k8s.io/ResourceClaimTemplate); " +
 				"remove it, or ask the hub's admin to add it to --delivery-allowed-kinds"},
 		},
 		"a kind the admin added": {

@@ -1,9 +1,10 @@
 // Package mutation sets a consumer's requirements on the pod template of a
 // workload object: resources on one container, required node affinity for the
-// features, the tolerations the pods need and, for a consumer that takes a
-// machine type, the labels of a machine group's guest. The action controller
-// applies it to the manifests it delivers to a cluster; the managed cluster's
-// pod resource injector applies it to the guest pods of its machine groups.
+// features, the tolerations the pods need, the Dynamic Resource Allocation
+// claims of its devices and, for a consumer that takes a machine type, the
+// labels of a machine group's guest. The action controller applies it to the
+// manifests it delivers to a cluster; the managed cluster's pod resource
+// injector applies it to the guest pods of its machine groups.
 //
 // It works on unstructured objects, so every apiVersion of the supported kinds
 // works and fields this package does not know survive untouched. Mutate adds to
@@ -25,8 +26,9 @@ import (
 
 // Mutation is what to set on a pod template.
 type Mutation struct {
-	// Container names the container that gets Requests and Limits; empty means
-	// the first container. It need not be set when there are no amounts.
+	// Container names the container that gets Requests, Limits and Claims;
+	// empty means the first container. It need not be set when there are no
+	// amounts and no claims.
 	Container string
 	// Requests and Limits replace the container's amounts of these resources;
 	// the container's other resources stay as they are. A resource with a
@@ -45,13 +47,19 @@ type Mutation struct {
 	// the template already has with another value is an error, never
 	// overwritten.
 	Labels map[string]string
+	// Claims are added to the pod's resourceClaims, each from its template,
+	// and to the container's resources.claims, unless already there. A pod
+	// claim of the same name from anything else is an error; the pod's other
+	// claims stay as they are.
+	Claims []PodClaim
 }
 
 // Mutate applies m to the pod template of obj, one of the kinds
 // hpa.PodSpecKinds names. On error obj is unchanged; the error says what is
 // wrong with the object (an unsupported kind, a missing pod spec or container,
 // a field of the wrong type), with the amounts (a request above a limit the
-// manifest keeps) or with the labels (one the template has with another value).
+// manifest keeps), with the labels (one the template has with another value)
+// or with the claims (one the pod has of the same name and another source).
 func Mutate(obj *unstructured.Unstructured, m Mutation) error {
 	kind, name := obj.GetKind(), obj.GetName()
 	path, ok := hpa.PodSpecPath(kind)
@@ -79,6 +87,9 @@ func Mutate(obj *unstructured.Unstructured, m Mutation) error {
 	if err := addTolerations(spec, at, m.Tolerations); err != nil {
 		return fmt.Errorf("%s %s: %w", kind, name, err)
 	}
+	if err := addPodClaims(spec, at, m.Claims); err != nil {
+		return fmt.Errorf("%s %s: %w", kind, name, err)
+	}
 	metaPath := podMetadataPath(path)
 	podMeta, err := mapAt(obj.Object, "", metaPath...)
 	if err != nil {
@@ -95,11 +106,11 @@ func Mutate(obj *unstructured.Unstructured, m Mutation) error {
 	return nil
 }
 
-// mutateContainer sets the amounts on the container m names in spec, the pod
-// spec at at. A mutation without amounts touches no container, but a
-// container it names must exist.
+// mutateContainer sets the amounts and claims on the container m names in
+// spec, the pod spec at at. A mutation without amounts or claims touches no
+// container, but a container it names must exist.
 func mutateContainer(spec map[string]any, at string, m *Mutation) error {
-	if m.Container == "" && len(m.Requests) == 0 && len(m.Limits) == 0 && !m.ExclusiveCPU {
+	if m.Container == "" && len(m.Requests) == 0 && len(m.Limits) == 0 && !m.ExclusiveCPU && len(m.Claims) == 0 {
 		return nil
 	}
 	containers, err := sliceAt(spec, at, "containers")
@@ -118,7 +129,11 @@ func mutateContainer(spec map[string]any, at string, m *Mutation) error {
 			continue
 		}
 		// spec is a copy, so the container can be edited in place.
-		return setResources(c, fmt.Sprintf("%s.containers[%d]", at, i), m)
+		cat := fmt.Sprintf("%s.containers[%d]", at, i)
+		if err := setResources(c, cat, m); err != nil {
+			return err
+		}
+		return addContainerClaims(c, cat, m.Claims)
 	}
 	if len(containers) == 0 {
 		return fmt.Errorf("the pod has no containers at %s.containers to set resources on", at)

@@ -21,9 +21,11 @@ import (
 
 // desiredWork builds the ManifestWork for a cluster: the intent's manifests, each consumer's
 // target mutated, objects without a namespace put in the intent's namespace, the namespaces
-// they need (those of machine-group guests opted in to the injector), and status feedback of
-// the workloads' replicas. For an intent that splits its replicas, the workload runs the
-// cluster's share (split.go); a cluster without a share gets errNoShare, never the total.
+// they need (those of machine-group guests opted in to the injector), the
+// ResourceClaimTemplates of the consumers' device requirements before the workloads that claim
+// them (devices.go), and status feedback of the workloads' replicas. For an intent that splits
+// its replicas, the workload runs the cluster's share (split.go); a cluster without a share
+// gets errNoShare, never the total.
 func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string, optional map[string][]string) (*workv1.ManifestWork, error) {
 	objs := make([]*unstructured.Unstructured, len(r.Manifests))
 	for i, m := range r.Manifests {
@@ -32,24 +34,33 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 	var applied []string
 	// guests are the namespaces of workloads whose pods are guests of a machine group.
 	guests := sets.New[string]()
+	// templates are the ResourceClaimTemplates of the consumers' device requirements, and
+	// claiming the index of the first manifest that claims one.
+	var templates []*unstructured.Unstructured
+	claiming := len(objs)
 	for k := range r.Consumers {
 		cs := &r.Consumers[k]
 		if cs.Manifest < 0 || cs.Manifest >= len(objs) {
 			continue
+		}
+		ns := objs[cs.Manifest].GetNamespace()
+		if ns == "" {
+			ns = in.Namespace
 		}
 		opt := optional[cs.Name]
 		m, err := mutation.ForConsumer(r, cs, opt)
 		if err != nil {
 			return nil, fmt.Errorf("consumer %q: %w", cs.Name, err)
 		}
+		if t, claim := claimTemplate(in, cs, ns); t != nil {
+			templates = append(templates, t)
+			m.Claims = append(m.Claims, *claim)
+			claiming = min(claiming, cs.Manifest)
+		}
 		if err := mutation.Mutate(objs[cs.Manifest], m); err != nil {
 			return nil, fmt.Errorf("consumer %q: %w", cs.Name, err)
 		}
 		if cs.MachineGuest() {
-			ns := objs[cs.Manifest].GetNamespace()
-			if ns == "" {
-				ns = in.Namespace
-			}
 			guests.Insert(ns)
 		}
 		for _, o := range opt {
@@ -70,6 +81,13 @@ func desiredWork(in *fleetfitv1alpha1.HPAIntent, r *hpa.Resolved, cluster string
 	if err := labelPods(in, objs); err != nil {
 		return nil, err
 	}
+	if err := checkClaimTemplates(objs, templates, in.Namespace); err != nil {
+		return nil, err
+	}
+	// The templates go just before the first workload that claims one (after the objects the
+	// intent lists before it, such as its Namespace): the work agent applies the manifests in
+	// order.
+	objs = slices.Insert(objs, claiming, templates...)
 	om := WorkMeta(in, cluster)
 	om.Annotations[AnnotationOptional] = strings.Join(applied, ",")
 	w := &workv1.ManifestWork{

@@ -104,3 +104,69 @@ func IntentOf(w *workv1.ManifestWork) (namespace, name string, ok bool) {
 	}
 	return namespace, name, true
 }
+
+// How delivery names the Dynamic Resource Allocation objects of a consumer's device
+// requirements (see devices.go).
+//
+// Each consumer with device requirements gets one ResourceClaimTemplate in its workload's
+// namespace, named ClaimTemplateName: "<WorkName>.<consumer>", e.g. "shop.web.train", with
+// the consumer as a DNS label (dnsLabel). Since a namespace and a DNS label have no dots, the
+// first segment is the intent's namespace, the last the consumer and the rest the intent's
+// name: two consumers never share a name, whichever intents and namespaces they come from.
+// A name longer than an object name may be is cut, with dots as dashes, and ends in a hash of
+// the intent's namespace, name and consumer; having no dot, it is never a name that fits.
+//
+// The pod claims the template under the claim name PodClaimName, the consumer as a DNS label,
+// and the container gets the whole claim. Each device requirement is one request of the
+// template, named requestName: the requirement's name as a DNS label, which Kubernetes
+// requires of a request's name.
+//
+// A consumer's and a requirement's names are up to 63 characters with no other rule, so they
+// need not be DNS labels: dnsLabel keeps one that is, and derives one from any other,
+// deterministically — lower case, each character other than a-z, 0-9 and "-" as "-", no
+// leading or trailing "-", cut to 46 characters, then "-" and 16 hex digits of the SHA-256 of
+// the name as written ("GPU A100" is "gpu-a100-" and the hash). The hash keeps the names of
+// one consumer's requirements, or one intent's consumers, apart, since theirs are.
+
+// ClaimTemplateName is the name of the ResourceClaimTemplate of consumer's device
+// requirements, in the namespace of the consumer's workload.
+func ClaimTemplateName(in *fleetfitv1alpha1.HPAIntent, consumer string) string {
+	full := WorkName(in) + "." + dnsLabel(consumer)
+	if len(full) <= validation.DNS1123SubdomainMaxLength {
+		return full
+	}
+	prefix := strings.ReplaceAll(full, ".", "-")
+	return prefix[:validation.DNS1123SubdomainMaxLength-1-hashLength] + "-" + nameHash(in.Namespace+"/"+in.Name+"/"+consumer)
+}
+
+// PodClaimName is the name under which the consumer's pods claim its ResourceClaimTemplate.
+func PodClaimName(consumer string) string { return dnsLabel(consumer) }
+
+// requestName is the name of the request of a device requirement in its consumer's
+// ResourceClaimTemplate.
+func requestName(requirement string) string { return dnsLabel(requirement) }
+
+// dnsLabel returns name when it is a DNS label (RFC 1123), else a DNS label derived from it
+// deterministically: its characters lower-cased, those not allowed in a label as "-", cut,
+// and a hash of the whole name.
+func dnsLabel(name string) string {
+	if len(validation.IsDNS1123Label(name)) == 0 {
+		return name
+	}
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	base := strings.Trim(b.String(), "-")
+	if keep := validation.DNS1123LabelMaxLength - 1 - hashLength; len(base) > keep {
+		base = strings.TrimRight(base[:keep], "-")
+	}
+	if base == "" {
+		return nameHash(name)
+	}
+	return base + "-" + nameHash(name)
+}
