@@ -40,6 +40,9 @@ type Pod struct {
 	// consumers' device requirements, then the requests of the
 	// ResourceClaimTemplates its pod template claims. Request counts them.
 	Devices []Device
+	// ScaleUp says whether the pod's replicas may go to nodes a cluster's
+	// autoscaling pools add (the intent's spec.scaleUp).
+	ScaleUp bool
 	// Split, when the intent divides the replicas among clusters, says how;
 	// Replicas is then the total, and a cluster runs its share.
 	Split *Split

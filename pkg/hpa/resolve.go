@@ -169,6 +169,9 @@ func Resolve(intent *v1alpha1.HPAIntent) (*Resolved, error) {
 	if ps = addPodDevices(out); len(ps) > 0 {
 		return nil, ps.err()
 	}
+	for k := range out.Pods {
+		out.Pods[k].ScaleUp = intent.Spec.ScaleUp.Allows()
+	}
 	split, ps := resolveSplit(intent.Spec.Split, out.Pods)
 	if len(ps) > 0 {
 		return nil, ps.err()

@@ -133,7 +133,8 @@ func affordable(budget []int64, cost []int64) int64 {
 type Launch struct {
 	Pool, Shape string
 	// Nodes added, and More: how many nodes of the shape the pool's limits
-	// allowed before them (at most the shape's maxNodes).
+	// allowed before them, given the nodes the Allocation added to its other
+	// shapes (at most the shape's maxNodes).
 	Nodes, More int64
 }
 
@@ -144,8 +145,13 @@ func (l Launch) String() string {
 // ScaleUp lets later Place calls add nodes of the cluster's pools, and
 // returns whether there is a pool to add them. Replicas go to the nodes
 // there are while any takes them (best fit counts new nodes like others).
-func (a *Allocation) ScaleUp() bool {
-	a.scaleUp = true
+func (a *Allocation) ScaleUp() bool { return a.SetScaleUp(true) }
+
+// SetScaleUp lets later Place calls add nodes of the cluster's pools, or
+// stops them from adding more (the nodes added stay), and returns whether
+// there is a pool to add them.
+func (a *Allocation) SetScaleUp(on bool) bool {
+	a.scaleUp = on
 	return len(a.view.poolShapes) > 0
 }
 
@@ -157,8 +163,8 @@ func (a *Allocation) Launches() []Launch {
 			continue
 		}
 		info := &a.view.poolShapeInfo[j]
-		more := min(affordable(a.view.pools[info.pool].budget, info.cost), a.view.poolShapes[j].vectors[0].count)
-		out = append(out, Launch{Pool: a.view.pools[info.pool].name, Shape: info.name, Nodes: n, More: more})
+		left := min(affordable(a.budget[info.pool], info.cost), a.view.poolShapes[j].vectors[0].count-n)
+		out = append(out, Launch{Pool: a.view.pools[info.pool].name, Shape: info.name, Nodes: n, More: n + left})
 	}
 	return out
 }

@@ -100,6 +100,12 @@ func Explain(key string, r *Result) *Explanation {
 			v.Note = fmt.Sprintf("ClusterInventory is %s old (stale after %s): no new decisions onto this cluster until its agent reports again; existing ones are kept",
 				age.Round(time.Second), info.StaleAfter)
 		}
+		if note := r.Notes[name]; note != "" {
+			if v.Note != "" {
+				v.Note += "; "
+			}
+			v.Note += note
+		}
 		if rej, ok := rejected[name]; ok {
 			v.RejectedBy, v.Reason = rejectedBy[name], rej.Reason
 		} else if total, ok := r.Total(name); ok {

@@ -37,6 +37,10 @@ type Result struct {
 	ordered  []int
 	selected []int
 
+	// Notes are what filters say about feasible clusters (NotePlugin), by cluster name; only
+	// for a cycle that explains.
+	Notes map[string]string
+
 	// Divisions are the shares of the placement's split intents over the selected clusters.
 	Divisions []framework.Division
 

@@ -182,6 +182,20 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *framework.Snapshot, req 
 	}
 	res.mergeStatus(st)
 	res.Feasible = feasible
+	if res.explain {
+		for _, f := range s.filters {
+			if np, ok := f.(framework.NotePlugin); ok {
+				feasible.ForEach(func(i int) {
+					if note := np.Note(state, snap, req, i); note != "" {
+						if res.Notes == nil {
+							res.Notes = map[string]string{}
+						}
+						res.Notes[snap.Cluster(i).Name()] = note
+					}
+				})
+			}
+		}
+	}
 
 	// 3. Prioritizers and their weights.
 	coords, st := s.weights.prioritizerCoordinates(p)

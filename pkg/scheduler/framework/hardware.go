@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,13 +55,54 @@ func (c *ClusterInfo) FitsHardware(pods []*hpa.Pod, placementKey string, decided
 // words amounts. Filters over the fleet use it, and ask for reasons only of the clusters
 // explain shows.
 func (c *ClusterInfo) HardwareFits(pods []*hpa.Pod, placementKey string, decided bool, now time.Time) bool {
-	var ok bool
+	return c.HardwareFit(pods, placementKey, decided, now) != FitNever
+}
+
+// Fit is a cluster's answer for the pods of a placement.
+type Fit int
+
+const (
+	// FitNever: the pods do not fit, not even once the cluster's pools add the nodes they may.
+	FitNever Fit = iota
+	// FitNow: the pods fit on the nodes there are (or the cluster is decided and keeps them).
+	FitNow
+	// FitAfterScaleUp: the pods fit once the cluster's autoscaling pools add nodes, within
+	// their limits, and every pod that needs them may wait for a scale-up (hpa.Pod.ScaleUp).
+	FitAfterScaleUp
+)
+
+// HardwareFit is HardwareFits with the three answers.
+func (c *ClusterInfo) HardwareFit(pods []*hpa.Pod, placementKey string, decided bool, now time.Time) Fit {
 	if decided {
-		ok, _ = c.stillFits(pods, false)
-	} else {
-		ok, _ = c.fits(pods, placementKey, now, false)
+		if ok, _ := c.stillFits(pods, false); ok {
+			return FitNow
+		}
+		return FitNever
 	}
-	return ok
+	fit, _, _ := c.fitsScaling(pods, placementKey, now, false)
+	return fit
+}
+
+// ScaleUpNeeded says what the pods need the cluster's pools to add ("fits after scale-up: 1
+// node of g6.12xlarge from NodePool gpu (limit: 3 more)"), or "" when they fit now or never.
+func (c *ClusterInfo) ScaleUpNeeded(pods []*hpa.Pod, placementKey string, decided bool, now time.Time) string {
+	if decided {
+		return ""
+	}
+	fit, _, launches := c.fitsScaling(pods, placementKey, now, false)
+	if fit != FitAfterScaleUp {
+		return ""
+	}
+	return ScaleUpText(launches)
+}
+
+// ScaleUpText words the nodes a scale-up adds.
+func ScaleUpText(launches []inventory.Launch) string {
+	parts := make([]string, len(launches))
+	for i, l := range launches {
+		parts[i] = l.String()
+	}
+	return "fits after scale-up: " + strings.Join(parts, ", ")
 }
 
 // allocations holds Allocations for fits to reuse: the scratch buffers of a fresh Allocation
@@ -70,11 +112,22 @@ var allocations = sync.Pool{New: func() any { return new(inventory.Allocation) }
 
 // fits is the full check; the reason is worded only when why is true.
 func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time, why bool) (bool, string) {
+	fit, reason, _ := c.fitsScaling(pods, placementKey, now, why)
+	return fit != FitNever, reason
+}
+
+// fitsScaling is the full check with its three answers; it returns the nodes the pools would
+// add for FitAfterScaleUp. Replicas go to the nodes there are first; only what they cannot
+// take goes to new nodes, and only for pods that may wait for a scale-up. Reservations of
+// other placements take new nodes too when the nodes there are cannot hold them: they were
+// decided with a scale-up, and a burst must not promise one new node twice.
+func (c *ClusterInfo) fitsScaling(pods []*hpa.Pod, placementKey string, now time.Time, why bool) (Fit, string, []inventory.Launch) {
 	if c.View == nil || !c.InventoryFresh(now) {
 		if !why {
-			return false, ""
+			return FitNever, "", nil
 		}
-		return c.fresh(now)
+		_, reason := c.fresh(now)
+		return FitNever, reason, nil
 	}
 	for _, pod := range pods {
 		if pod.Replicas <= 0 {
@@ -82,9 +135,9 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time, 
 		}
 		if key, unknown := c.View.Unreported(pod.Request.Selector()); unknown {
 			if !why {
-				return false, ""
+				return FitNever, "", nil
 			}
-			return false, c.unreported(pod, key)
+			return FitNever, c.unreported(pod, key), nil
 		}
 	}
 	alloc := allocations.Get().(*inventory.Allocation)
@@ -93,9 +146,14 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time, 
 	for k := range c.Reservations {
 		r := &c.Reservations[k]
 		if r.Placement != placementKey && r.Active(now) {
-			alloc.Place(r.Request, r.Replicas)
+			if placed := alloc.Place(r.Request, r.Replicas); placed < r.Replicas && alloc.SetScaleUp(true) {
+				alloc.Place(r.Request, r.Replicas-placed)
+				alloc.SetScaleUp(false)
+			}
 		}
 	}
+	reserved := alloc.Launches()
+	scaled := false
 	for _, pod := range pods {
 		if pod.Replicas <= 0 {
 			continue
@@ -103,27 +161,63 @@ func (c *ClusterInfo) fits(pods []*hpa.Pod, placementKey string, now time.Time, 
 		// A split pod needs its smallest share here; the others all their replicas.
 		replicas := int64(pod.PerCluster())
 		placed := alloc.Place(pod.Request, replicas)
+		if placed < replicas && pod.ScaleUp && alloc.SetScaleUp(true) {
+			placed += alloc.Place(pod.Request, replicas-placed)
+			alloc.SetScaleUp(false)
+			scaled = true
+		}
 		if placed >= replicas {
 			continue
 		}
 		if !why {
-			return false, ""
+			return FitNever, "", nil
 		}
+		short := c.shortage(pod, placed, replicas)
+		if pod.ScaleUp && c.View.CanScaleUp() {
+			short += "; no NodePool of the cluster can add the nodes it needs within its limits"
+		}
+		return FitNever, short, nil
+	}
+	if own := ownLaunches(alloc.Launches(), reserved); scaled && len(own) > 0 {
+		return FitAfterScaleUp, "", own
+	}
+	return FitNow, "", nil
+}
+
+// ownLaunches is what the pods added beyond the nodes reservations had added (before).
+func ownLaunches(after, before []inventory.Launch) []inventory.Launch {
+	var out []inventory.Launch
+	for _, l := range after {
+		for _, b := range before {
+			if b.Pool == l.Pool && b.Shape == l.Shape {
+				l.More -= b.Nodes
+				l.Nodes -= b.Nodes
+			}
+		}
+		if l.Nodes > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// shortage is why placed of a pod's replicas fit, fewer than wanted.
+func (c *ClusterInfo) shortage(pod *hpa.Pod, placed, replicas int64) string {
+	{
 		if m, ok := pod.Request.MachineType(); ok {
-			return false, c.machineShortage(pod, m, placed, replicas)
+			return c.machineShortage(pod, m, placed, replicas)
 		}
 		if ok, why := c.View.FitsOnOneNode(pod.Request); !ok {
-			return false, pod.What + ": " + why
+			return pod.What + ": " + why
 		}
 		if placed == 0 {
-			return false, pod.What + ": no node has room left for a replica once other consumers and in-flight placements are counted"
+			return pod.What + ": no node has room left for a replica once other consumers and in-flight placements are counted"
 		}
 		if pod.Split != nil {
-			return false, fmt.Sprintf("%s: only %d replicas fit on the cluster's nodes, fewer than the smallest share of %d (split.minReplicas)", pod.What, placed, replicas)
+			return fmt.Sprintf("%s: only %d replicas fit on the cluster's nodes, fewer than the smallest share of %d (split.minReplicas)", pod.What, placed, replicas)
 		}
-		return false, fmt.Sprintf("%s: only %d of %d replicas fit on the cluster's nodes", pod.What, placed, replicas)
+		return fmt.Sprintf("%s: only %d of %d replicas fit on the cluster's nodes", pod.What, placed, replicas)
 	}
-	return true, ""
 }
 
 // machineShortage is why a machine pod's replicas did not all get a free machine: left is
@@ -217,7 +311,10 @@ func (c *ClusterInfo) SplitCapacity(pod *hpa.Pod, placementKey string, now time.
 	for k := range c.Reservations {
 		r := &c.Reservations[k]
 		if r.Placement != placementKey && r.Active(now) {
-			alloc.Place(r.Request, r.Replicas)
+			if placed := alloc.Place(r.Request, r.Replicas); placed < r.Replicas && alloc.SetScaleUp(true) {
+				alloc.Place(r.Request, r.Replicas-placed)
+				alloc.SetScaleUp(false)
+			}
 		}
 	}
 	return alloc.Place(pod.Request, limit)

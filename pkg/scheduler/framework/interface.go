@@ -106,6 +106,14 @@ type ReasonPlugin interface {
 	Reason(state *CycleState, snap *Snapshot, req *Request, i int) string
 }
 
+// NotePlugin is a filter with something to say about a cluster it passed, such as the nodes
+// the cluster must add first. The scheduler asks it only when it explains a cycle.
+type NotePlugin interface {
+	FilterPlugin
+	// Note says what deserves attention about the feasible cluster at index i, or "".
+	Note(state *CycleState, snap *Snapshot, req *Request, i int) string
+}
+
 // ScorePlugin ranks feasible clusters.
 type ScorePlugin interface {
 	Plugin

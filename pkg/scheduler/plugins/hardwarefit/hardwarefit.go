@@ -74,6 +74,7 @@ var (
 	_ framework.EnqueueExtensions = &HardwareFit{}
 	_ framework.ReasonPlugin      = &HardwareFit{}
 	_ framework.RequeuePlugin     = &HardwareFit{}
+	_ framework.NotePlugin        = &HardwareFit{}
 )
 
 // New creates the plugin; it takes no arguments.
@@ -229,7 +230,7 @@ func (p *HardwareFit) Filter(ctx context.Context, state *framework.CycleState, s
 		return nil, s.misconfigured
 	}
 	idx := candidates.Indexes()
-	ok := make([]bool, len(idx))
+	fit := make([]framework.Fit, len(idx))
 	key := req.Key()
 	keep := req.KeepsDecided()
 	workqueue.ParallelizeUntil(ctx, parallelism, len(idx), func(k int) {
@@ -240,17 +241,44 @@ func (p *HardwareFit) Filter(ctx context.Context, state *framework.CycleState, s
 		if s.weighted && unweighted(s.pods, info) != nil {
 			return
 		}
-		ok[k] = info.HardwareFits(s.pods, key, keep && req.Decided.Has(idx[k]), req.Now)
+		fit[k] = info.HardwareFit(s.pods, key, keep && req.Decided.Has(idx[k]), req.Now)
 	})
+	now := 0
+	for _, f := range fit {
+		if f == framework.FitNow {
+			now++
+		}
+	}
+	scaleUp := needsScaleUp(req, now)
 	out := framework.NewBitset(candidates.Len())
 	for k, i := range idx {
-		if ok[k] {
+		if fit[k] == framework.FitNow || (fit[k] == framework.FitAfterScaleUp && scaleUp) {
 			out.Set(i)
 		} else if rejections != nil {
 			rejections.Reject(i, p.Reason(state, snap, req, i))
 		}
 	}
 	return out, nil
+}
+
+// needsScaleUp reports whether the placement takes clusters that fit only once their pools
+// add nodes, given how many fit now: only when too few do. A placement with
+// numberOfClusters needs that many; one without takes every feasible cluster, so clusters
+// that must grow join only when none fits now.
+func needsScaleUp(req *framework.Request, now int) bool {
+	if n := req.Placement.Spec.NumberOfClusters; n != nil {
+		return now < int(*n)
+	}
+	return now == 0
+}
+
+// Note implements framework.NotePlugin: the nodes a feasible cluster must add first.
+func (p *HardwareFit) Note(state *framework.CycleState, snap *framework.Snapshot, req *framework.Request, i int) string {
+	s := stateOf(state, snap, req)
+	if s.misconfigured != nil || len(req.Intents) == 0 {
+		return ""
+	}
+	return snap.Cluster(i).ScaleUpNeeded(s.pods, req.Key(), req.KeepsDecided() && req.Decided.Has(i), req.Now)
 }
 
 // Reason implements framework.ReasonPlugin: why the cluster at index i does not fit.
@@ -266,7 +294,11 @@ func (p *HardwareFit) Reason(state *framework.CycleState, snap *framework.Snapsh
 	if s.weighted && unweighted(s.pods, info) != nil {
 		return "split by weights: no entry of split.weights matches the cluster's labels, so it gets no share; add a weight whose clusterSelector matches it"
 	}
-	_, why := info.FitsHardware(s.pods, req.Key(), req.KeepsDecided() && req.Decided.Has(i), req.Now)
+	decided := req.KeepsDecided() && req.Decided.Has(i)
+	if need := info.ScaleUpNeeded(s.pods, req.Key(), decided, req.Now); need != "" {
+		return need + "; not chosen: enough clusters fit now without adding nodes"
+	}
+	_, why := info.FitsHardware(s.pods, req.Key(), decided, req.Now)
 	return why
 }
 
