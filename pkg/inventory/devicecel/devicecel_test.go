@@ -50,10 +50,10 @@ func TestSelectors(t *testing.T) {
 
 func TestRefused(t *testing.T) {
 	for expr, want := range map[string]string{
-		`1`:                                 "must evaluate to bool",
-		`device.attributes[`:                "compilation failed",
-		`nosuch == 1`:                       "undeclared reference",
-		strings.Repeat("a", MaxLength+1):    "longer than",
+		`1`:                              "must evaluate to bool",
+		`device.attributes[`:             "compilation failed",
+		`nosuch == 1`:                    "undeclared reference",
+		strings.Repeat("a", MaxLength+1): "longer than",
 		`device.attributes["x"].y.size() > 0 && [1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, device.attributes["x"].z.matches(device.attributes["x"].w)))))`: "",
 	} {
 		err := Check(expr)
