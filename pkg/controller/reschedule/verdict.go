@@ -43,6 +43,9 @@ const maxMoveReason = 1024
 // stuck is what a decided cluster's agent reports of the intent's unschedulable pods.
 type stuck struct {
 	cluster string
+	// grows is set when the cluster has a ready autoscaling pool: its pods may wait for a
+	// node it adds.
+	grows bool
 	fleetfitv1alpha1.UnschedulableWorkload
 }
 
@@ -60,7 +63,7 @@ func reported(in *fleetfitv1alpha1.HPAIntent, decided []string, inventory func(c
 		}
 		for _, u := range inv.Status.Unschedulable {
 			if u.IntentNamespace == in.Namespace && u.IntentName == value {
-				out = append(out, stuck{cluster: cluster, UnschedulableWorkload: u})
+				out = append(out, stuck{cluster: cluster, grows: grows(inv), UnschedulableWorkload: u})
 				break
 			}
 		}
@@ -91,11 +94,10 @@ type verdict struct {
 // threshold, a move in progress, the back-off, the hourly limit, a replacement.
 func judge(in *fleetfitv1alpha1.HPAIntent, reports []stuck, now time.Time, replacement replacementFunc) verdict {
 	policy := in.Spec.Rescheduling
-	after := policy.After()
 	var ready []stuck
 	var v verdict
 	for _, r := range reports {
-		if wait := r.Since.Add(after).Sub(now); wait > 0 {
+		if wait := r.Since.Add(threshold(in, r)).Sub(now); wait > 0 {
 			v.requeue = earliest(v.requeue, wait)
 			continue
 		}
@@ -137,6 +139,7 @@ func judge(in *fleetfitv1alpha1.HPAIntent, reports []stuck, now time.Time, repla
 		v.requeue = earliest(v.requeue, next.Sub(now))
 		return v
 	}
+	after := threshold(in, *a)
 	failures := int32(1)
 	if last := in.Status.LastMoveFrom(a.cluster); last != nil {
 		// The back-off stops growing at a day long before the count could wrap.
@@ -230,4 +233,25 @@ func earliest(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// grows reports whether the inventory shows a ready autoscaling pool.
+func grows(inv *fleetfitv1alpha1.ClusterInventory) bool {
+	for i := range inv.Status.NodePools {
+		if inv.Status.NodePools[i].Ready {
+			return true
+		}
+	}
+	return false
+}
+
+// threshold is how long the pods reported may wait unschedulable before they move:
+// rescheduling's unschedulableFor, or on a cluster that can grow, the intent's scale-up
+// maxWait when longer, since the pods wait there while the cluster adds a node for them.
+func threshold(in *fleetfitv1alpha1.HPAIntent, r stuck) time.Duration {
+	after := in.Spec.Rescheduling.After()
+	if r.grows && in.Spec.ScaleUp.Allows() {
+		after = max(after, in.Spec.ScaleUp.Wait())
+	}
+	return after
 }

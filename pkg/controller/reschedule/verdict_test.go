@@ -68,6 +68,29 @@ func TestJudge(t *testing.T) {
 			reports: []stuck{report("cluster2", 3, 2*time.Minute)},
 			want:    verdict{clear: true, requeue: 3 * time.Minute},
 		},
+		"a cluster that adds a node: the scale-up wait, 10m by default": {
+			intent:  intent(),
+			reports: []stuck{growing(report("cluster2", 3, 6*time.Minute))},
+			want:    verdict{clear: true, requeue: 4 * time.Minute},
+		},
+		"a cluster that adds a node, for an intent that may not wait for one: unschedulableFor": {
+			intent: func() *fleetfitv1alpha1.HPAIntent {
+				in := intent()
+				in.Spec.ScaleUp = &fleetfitv1alpha1.ScaleUp{Policy: fleetfitv1alpha1.ScaleUpNever}
+				return in
+			}(),
+			reports:      []stuck{growing(report("cluster2", 3, 6*time.Minute))},
+			replacements: map[string][]string{"cluster2": {"cluster3"}},
+			asked:        []string{"cluster2"},
+			want: verdict{
+				move: &fleetfitv1alpha1.ClusterMove{From: "cluster2", Time: metav1.NewTime(now), Failures: 1,
+					Reason:       "3 pod(s) unschedulable for 6m: " + gpuMessage,
+					BackoffUntil: metav1.NewTime(now.Add(10 * time.Minute))},
+				to: []string{"cluster3"},
+				condition: rescheduledCondition(metav1.ConditionTrue, ReasonMoving,
+					"cluster2: 3 pod(s) of the workload unschedulable for 6m: "+gpuMessage+"; moving to another cluster (cluster3 can take it)"),
+			},
+		},
 		"threshold reached": {
 			intent:       intent(),
 			reports:      []stuck{report("cluster2", 3, 6*time.Minute)},
@@ -266,4 +289,10 @@ func TestWithMove(t *testing.T) {
 	if got[0].Failures != 1 || got[1].Failures != 3 || got[len(got)-1].From != "cluster2" {
 		t.Errorf("kept failures %d, %d, ... last from %s; want 1, 3, ... cluster2", got[0].Failures, got[1].Failures, got[len(got)-1].From)
 	}
+}
+
+// growing marks a report as coming from a cluster with a ready autoscaling pool.
+func growing(s stuck) stuck {
+	s.grows = true
+	return s
 }
