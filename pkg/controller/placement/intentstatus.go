@@ -207,6 +207,9 @@ func intentStatus(in *fleetfitv1alpha1.HPAIntent, p *clusterv1beta1.Placement, r
 	}
 	status.Split = splitStatus(in, res)
 	cond := scheduledCondition(in, p, res.Decisions(), res)
+	if cond.Status == metav1.ConditionTrue {
+		cond.Message = textcap.Truncate(cond.Message+scaleUpNotes(snap, req, compiled, res.Decisions()), textcap.MaxMessage)
+	}
 	if status.Split != nil {
 		cond = splitCondition(cond, p, status.Split)
 	}
@@ -392,4 +395,25 @@ func splitCondition(cond metav1.Condition, p *clusterv1beta1.Placement, s *fleet
 	}
 	cond.Message = textcap.Truncate(cond.Message, textcap.MaxMessage)
 	return cond
+}
+
+// scaleUpNotes says, for the clusters newly decided that fit only once their pools add
+// nodes, what they add: "; cluster2 fits after scale-up: 1 node of g6.12xlarge from
+// NodePool gpu (limit: 3 more)".
+func scaleUpNotes(snap *framework.Snapshot, req *framework.Request, compiled *hpa.Intent, decisions []scheduler.Decision) string {
+	pods := make([]*hpa.Pod, len(compiled.Pods))
+	for k := range compiled.Pods {
+		pods[k] = &compiled.Pods[k]
+	}
+	var b strings.Builder
+	for _, d := range decisions[:min(len(decisions), maxListed)] {
+		i, ok := snap.Index(d.ClusterName)
+		if !ok || req.Decided.Has(i) {
+			continue
+		}
+		if need := snap.Cluster(i).ScaleUpNeeded(pods, req.Key(), false, req.Now); need != "" {
+			b.WriteString("; " + d.ClusterName + " " + need)
+		}
+	}
+	return b.String()
 }
