@@ -37,10 +37,10 @@ func TestGetClustersFromFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "FEATURES", "INVENTORY", "AGENT"},
-		{"cluster1", "Unknown", "4/4", "14/120", "96Gi/416Gi", "A100 4/4, NVIDIA-GeForce-RTX-3090 0/4", "compute-xlarge 2/2", "AVX512F", "0s ago", "-"},
-		{"cluster2", "Unknown", "4/4", "32/112", "128Gi/384Gi", "NVIDIA-GeForce-RTX-3090 0/4, Tesla-T4 2/2", "compute-xlarge 1/2", "AVX512F", "0s ago", "-"},
-		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "<none>", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago", "-"},
+		{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "CAN ADD", "FEATURES", "INVENTORY", "AGENT"},
+		{"cluster1", "Unknown", "4/4", "14/120", "96Gi/416Gi", "A100 4/4, NVIDIA-GeForce-RTX-3090 0/4", "compute-xlarge 2/2", "-", "AVX512F", "0s ago", "-"},
+		{"cluster2", "Unknown", "4/4", "32/112", "128Gi/384Gi", "NVIDIA-GeForce-RTX-3090 0/4, Tesla-T4 2/2", "compute-xlarge 1/2", "-", "AVX512F", "0s ago", "-"},
+		{"cluster3", "Unknown", "2/2", "32/32", "128Gi/128Gi", "-", "<none>", "-", "pci-0b40_8086.present,qat.intel.com/generic", "0s ago", "-"},
 	}
 	if diff := cmp.Diff(want, ut.TableRows(out)); diff != "" {
 		t.Errorf("get clusters (-want,+got):\n%s\n%s", diff, out)

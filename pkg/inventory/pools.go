@@ -205,3 +205,24 @@ func (a *Allocation) charge(j int, nodes int64) {
 	}
 	a.launched[j] += nodes
 }
+
+// PoolRoom is how many nodes of one shape a pool can still add.
+type PoolRoom struct {
+	Pool, Shape string
+	Nodes       int64
+}
+
+// PoolRooms lists, per ready pool of st and shape, the nodes it can add before one of its
+// limits (each shape on its own: nodes of one shape take room from the others), in the
+// report's order.
+func PoolRooms(st *v1alpha1.ClusterInventoryStatus) []PoolRoom {
+	v := &View{}
+	v.indexPools(st)
+	var out []PoolRoom
+	for j := range v.poolShapes {
+		info := &v.poolShapeInfo[j]
+		n := min(v.poolShapes[j].vectors[0].count, affordable(v.pools[info.pool].budget, info.cost))
+		out = append(out, PoolRoom{Pool: v.pools[info.pool].name, Shape: info.name, Nodes: n})
+	}
+	return out
+}

@@ -84,9 +84,9 @@ func TestFleetShowsWhatGetClustersShows(t *testing.T) {
 	got := decode[Fleet](t, do(t, h, "GET", "/api/fleet", ""), http.StatusOK)
 
 	wantRows := []getcmd.ClusterRow{
-		{Name: "cluster1", Available: "Unknown", Nodes: "4/4", CPU: "14/120", Memory: "96Gi/416Gi", GPUs: "A100 4/4, NVIDIA-GeForce-RTX-3090 0/4", Machines: "compute-xlarge 2/2", Features: "AVX512F", Inventory: "0s ago", Agent: "installed"},
-		{Name: "cluster2", Available: "Unknown", Nodes: "4/4", CPU: "32/112", Memory: "128Gi/384Gi", GPUs: "NVIDIA-GeForce-RTX-3090 0/4, Tesla-T4 2/2", Machines: "compute-xlarge 1/2", Features: "AVX512F", Inventory: "0s ago", Agent: "installed"},
-		{Name: "cluster3", Available: "Unknown", Nodes: "2/2", CPU: "32/32", Memory: "128Gi/128Gi", GPUs: "-", Machines: "<none>", Features: "pci-0b40_8086.present,qat.intel.com/generic", Inventory: "0s ago", Agent: "installed"},
+		{Name: "cluster1", Available: "Unknown", Nodes: "4/4", CPU: "14/120", Memory: "96Gi/416Gi", GPUs: "A100 4/4, NVIDIA-GeForce-RTX-3090 0/4", Machines: "compute-xlarge 2/2", CanAdd: "-", Features: "AVX512F", Inventory: "0s ago", Agent: "installed"},
+		{Name: "cluster2", Available: "Unknown", Nodes: "4/4", CPU: "32/112", Memory: "128Gi/384Gi", GPUs: "NVIDIA-GeForce-RTX-3090 0/4, Tesla-T4 2/2", Machines: "compute-xlarge 1/2", CanAdd: "-", Features: "AVX512F", Inventory: "0s ago", Agent: "installed"},
+		{Name: "cluster3", Available: "Unknown", Nodes: "2/2", CPU: "32/32", Memory: "128Gi/128Gi", GPUs: "-", Machines: "<none>", CanAdd: "-", Features: "pci-0b40_8086.present,qat.intel.com/generic", Inventory: "0s ago", Agent: "installed"},
 	}
 	var rows []getcmd.ClusterRow
 	for _, c := range got.Items {

@@ -107,7 +107,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	wide := o.Output.Format == output.Wide
 	t := output.NewTable(w)
-	header := []string{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "FEATURES", "INVENTORY", "AGENT"}
+	header := []string{"NAME", "AVAILABLE", "NODES", "CPU FREE/ALLOC", "MEMORY FREE/ALLOC", "GPUS FREE/ALLOC", "MACHINES FREE/MAX", "CAN ADD", "FEATURES", "INVENTORY", "AGENT"}
 	if wide {
 		header = append(header, "OTHER RESOURCES FREE/ALLOC", "LABELS")
 	}
@@ -115,7 +115,7 @@ func (o *ClustersOptions) Run(ctx context.Context, w io.Writer) error {
 	for _, c := range clusters {
 		inv := inventories[c.Name]
 		r := o.Row(c, inv, now, wide)
-		row := []string{r.Name, r.Available, r.Nodes, r.CPU, r.Memory, r.GPUs, r.Machines, r.Features, r.Inventory, r.Agent}
+		row := []string{r.Name, r.Available, r.Nodes, r.CPU, r.Memory, r.GPUs, r.Machines, r.CanAdd, r.Features, r.Inventory, r.Agent}
 		if wide {
 			other := "-"
 			if inv != nil {
@@ -149,6 +149,8 @@ type ClusterRow struct {
 	Memory    string `json:"memory"`
 	GPUs      string `json:"gpus"`
 	Machines  string `json:"machines"`
+	// CanAdd is what the cluster's autoscaling pools can add: "gpu: 3 g6.12xlarge".
+	CanAdd    string `json:"canAdd"`
 	Features  string `json:"features"`
 	Inventory string `json:"inventory"`
 	Agent     string `json:"agent"`
@@ -159,7 +161,7 @@ type ClusterRow struct {
 func (o *ClustersOptions) Row(c *clusterv1.ManagedCluster, inv *fleetfitv1alpha1.ClusterInventory, now time.Time, wide bool) ClusterRow {
 	r := ClusterRow{Name: c.Name, Available: available(c), Agent: o.agent(c, inv)}
 	if inv == nil {
-		r.Nodes, r.CPU, r.Memory, r.GPUs, r.Machines, r.Features = "-", "-", "-", "-", "-", "-"
+		r.Nodes, r.CPU, r.Memory, r.GPUs, r.Machines, r.CanAdd, r.Features = "-", "-", "-", "-", "-", "-", "-"
 		r.Inventory = o.noInventory(c)
 		return r
 	}
@@ -169,6 +171,7 @@ func (o *ClustersOptions) Row(c *clusterv1.ManagedCluster, inv *fleetfitv1alpha1
 	r.Memory = freeOfAllocatable(st, corev1.ResourceMemory)
 	r.GPUs = gpus(st)
 	r.Machines = machines(st, wide)
+	r.CanAdd = canAdd(st)
 	r.Features = features(st, wide)
 	r.Inventory = inventoryAge(st.ObservedAt.Time, now, o.staleAfter())
 	return r
@@ -257,6 +260,22 @@ func gpus(st *fleetfitv1alpha1.ClusterInventoryStatus) string {
 	}
 	for _, m := range inventory.DevicesByModel(st) {
 		parts = append(parts, fmt.Sprintf("%s (DRA) %d/%d", m.Model, m.Free, m.Allocatable))
+	}
+	return output.Or(strings.Join(parts, ", "), "-")
+}
+
+// canAdd is the nodes the cluster's ready autoscaling pools can add, per pool and shape:
+// "gpu: 3 g6.12xlarge, 1 g6.48xlarge".
+func canAdd(st *fleetfitv1alpha1.ClusterInventoryStatus) string {
+	var parts []string
+	last := ""
+	for _, r := range inventory.PoolRooms(st) {
+		item := fmt.Sprintf("%d %s", r.Nodes, r.Shape)
+		if r.Pool != last {
+			item = r.Pool + ": " + item
+			last = r.Pool
+		}
+		parts = append(parts, item)
 	}
 	return output.Or(strings.Join(parts, ", "), "-")
 }
