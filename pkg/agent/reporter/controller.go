@@ -27,6 +27,11 @@
 // well and reports their machine types and usage (machinegroup.Report); a
 // group's status change is reported like any other change, at most once per
 // MinInterval.
+//
+// When the managed cluster serves Dynamic Resource Allocation
+// (resource.k8s.io/v1) it follows ResourceSlices, DeviceClasses and
+// ResourceClaims too, and reports the kinds of the devices
+// (status.devices) and their free counts in the node shapes; see devices.
 package reporter
 
 import (
@@ -122,6 +127,10 @@ type Options struct {
 	// usage of their machine types (status.machineGroups). It needs
 	// Clients.SpokeFleetfit; a cluster without the MachineGroup CRD reports none.
 	MachineGroups bool
+	// DeviceIgnoredAttributes are the device attribute names left out of
+	// the reported device kinds (see inventory.DeviceInput); nil means
+	// inventory.DefaultIgnoredDeviceAttributes, empty means none.
+	DeviceIgnoredAttributes []string
 }
 
 // Controller is the reporter. Build it with New and start it with Run.
@@ -138,6 +147,8 @@ type Controller struct {
 	groups *machineGroups
 	// unschedulable follows the delivered pods that wait for a node.
 	unschedulable *unschedulablePods
+	// devices follows the DRA objects, when the cluster serves them.
+	devices *devices
 
 	// hub follows the cluster's own ClusterInventory for its spec; see
 	// labelKeys.
@@ -233,6 +244,9 @@ func New(clients Clients, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.synced = []cache.InformerSynced{nodes.HasSynced, pods.HasSynced, c.unschedulable.synced}
+	if c.devices, err = newDevices(clients.Spoke, opts.DeviceIgnoredAttributes, c.enqueue); err != nil {
+		return nil, err
+	}
 	c.nodeLister = c.factory.Core().V1().Nodes().Lister()
 	if opts.MachineGroups {
 		if c.groups, err = newMachineGroups(clients.SpokeFleetfit, c.enqueue); err != nil {
@@ -283,12 +297,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.groups.start(ctx)
 		defer c.groups.shutdown()
 	}
+	// Devices are not waited for with the nodes and pods either, only for a
+	// while after them: an agent whose RBAC predates them still reports.
+	c.devices.start(ctx)
+	defer c.devices.shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return errors.New("timed out waiting for node and pod caches")
 	}
+	c.devices.waitForSync(ctx, deviceSyncWait)
 	logger.Info("Reporting inventory", "minInterval", c.opts.MinInterval)
 	// The caches have synced, so the loop has none to wait for.
 	workers.Loop{
@@ -340,6 +359,7 @@ func (c *Controller) sync(ctx context.Context) error {
 	if known {
 		c.takeLabelKeys(ctx, asked)
 	}
+	c.devices.apply(c.cluster)
 	st := &syncState{report: c.cluster.Summarize(), now: c.opts.Clock.Now()}
 	st.report.MachineGroups, st.report.OmittedMachineGroups = c.groups.report()
 	st.report.Unschedulable, st.report.OmittedUnschedulable = c.unschedulable.report()

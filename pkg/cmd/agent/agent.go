@@ -38,6 +38,9 @@ type Options struct {
 	Kubeconfig      string
 	FeaturePrefixes []string
 	MinInterval     time.Duration
+	// DeviceIgnoredAttributes are the DRA device attributes left out of the
+	// reported device kinds.
+	DeviceIgnoredAttributes []string
 	// HubCertificateCheckInterval is how often open connections to the hub
 	// are checked for a replaced client certificate file.
 	HubCertificateCheckInterval time.Duration
@@ -57,12 +60,17 @@ type Options struct {
 	Injector            injector.Options
 }
 
+// maxDeviceIgnoredAttributes is how many ignored attributes status.devices
+// can list: more would be ignored without saying so.
+const maxDeviceIgnoredAttributes = 32
+
 // NewCommand returns the fleetfit-agent command.
 func NewCommand() *cobra.Command {
 	o := &Options{
-		FeaturePrefixes: slices.Clone(inventory.DefaultFeatureLabelPrefixes),
-		MinInterval:     reporter.DefaultMinInterval,
-		UsageScore:      true,
+		FeaturePrefixes:         slices.Clone(inventory.DefaultFeatureLabelPrefixes),
+		MinInterval:             reporter.DefaultMinInterval,
+		DeviceIgnoredAttributes: slices.Clone(inventory.DefaultIgnoredDeviceAttributes),
+		UsageScore:              true,
 		// client-go's default is 5 minutes: a certificate OCM renews late in a
 		// short validity could expire on an open connection meanwhile.
 		HubCertificateCheckInterval: 30 * time.Second,
@@ -91,6 +99,7 @@ func NewCommand() *cobra.Command {
 	c.Flags().StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig for the hub cluster")
 	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this managed cluster (default: in-cluster)")
 	c.Flags().StringSliceVar(&o.FeaturePrefixes, "feature-prefixes", o.FeaturePrefixes, "node label prefixes reported as features (an exact key is its own prefix)")
+	c.Flags().StringSliceVar(&o.DeviceIgnoredAttributes, "device-ignored-attributes", o.DeviceIgnoredAttributes, fmt.Sprintf("comma-separated Dynamic Resource Allocation device attributes left out of the reported device kinds, because they tell alike devices apart (a name without a domain matches it in every domain; empty: none; at most %d)", maxDeviceIgnoredAttributes))
 	c.Flags().DurationVar(&o.MinInterval, "min-interval", o.MinInterval, "least time between two reports to the hub; changes in between are coalesced")
 	c.Flags().DurationVar(&o.HubCertificateCheckInterval, "hub-certificate-check-interval", o.HubCertificateCheckInterval, "with a hub kubeconfig naming client certificate files (as OCM's add-on registration writes it), how often open connections are checked for a replaced certificate and reopened with it; new connections always use the files' current certificate")
 	c.Flags().BoolVar(&o.UsageScore, "resource-usage-score", o.UsageScore, "also write the AddOnPlacementScore "+reporter.UsageScoreName+" with the scores of OCM's resource-usage-collect-addon; turn it off where that add-on runs too")
@@ -128,6 +137,14 @@ func (o *Options) Validate() error {
 		// clearly more often than that.
 		errs = append(errs, fmt.Errorf("--min-interval %v is too long: at most %v, so that the hub (stale after %v by default) never takes this cluster's reports for silence",
 			o.MinInterval, limit, v1alpha1.DefaultInventoryStaleAfter))
+	}
+	if len(o.DeviceIgnoredAttributes) > maxDeviceIgnoredAttributes {
+		errs = append(errs, fmt.Errorf("--device-ignored-attributes names %d attributes, at most %d can be reported", len(o.DeviceIgnoredAttributes), maxDeviceIgnoredAttributes))
+	}
+	for i, a := range o.DeviceIgnoredAttributes {
+		if a == "" {
+			errs = append(errs, fmt.Errorf("--device-ignored-attributes[%d] is empty", i))
+		}
 	}
 	for i, p := range o.FeaturePrefixes {
 		if p == "" {
@@ -209,6 +226,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	ropts := reporter.Options{
 		ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval, MachineGroups: o.MachineGroups, UsageScore: o.UsageScore,
+		DeviceIgnoredAttributes: o.DeviceIgnoredAttributes,
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	if o.ClusterClaims {

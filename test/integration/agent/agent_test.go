@@ -367,7 +367,7 @@ func waitForReport(t *testing.T, spoke kubernetes.Interface, hub fleetfitclient.
 }
 
 // expectedReport is pkg/inventory's report of the spoke's current objects, the
-// unschedulable pods of HPAIntents included.
+// unschedulable pods of HPAIntents and the DRA devices included.
 func expectedReport(ctx context.Context, spoke kubernetes.Interface) (v1alpha1.ClusterInventoryStatus, error) {
 	c, err := inventory.NewCluster(inventory.DefaultConfig())
 	if err != nil {
@@ -388,6 +388,9 @@ func expectedReport(ctx context.Context, spoke kubernetes.Interface) (v1alpha1.C
 	for i := range pods.Items {
 		c.UpsertPod(&pods.Items[i])
 		all[i] = &pods.Items[i]
+	}
+	if err := setExpectedDevices(ctx, spoke, c); err != nil {
+		return v1alpha1.ClusterInventoryStatus{}, err
 	}
 	st := c.Summarize()
 	st.Unschedulable, st.OmittedUnschedulable = inventory.SummarizeUnschedulable(all, v1alpha1.MaxReportedUnschedulable)
