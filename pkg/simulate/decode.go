@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +27,7 @@ var Scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(corev1.AddToScheme(Scheme))
+	utilruntime.Must(resourcev1.AddToScheme(Scheme))
 	utilruntime.Must(clusterv1.Install(Scheme))
 	utilruntime.Must(clusterv1alpha1.Install(Scheme))
 	utilruntime.Must(clusterv1beta1.Install(Scheme))
@@ -53,11 +55,14 @@ var fleetKinds = map[string]fleetKind{
 	"Pod":                      {corev1.SchemeGroupVersion, true},
 	"MachineGroup":             {fleetfitv1alpha1.SchemeGroupVersion, false},
 	"Namespace":                {corev1.SchemeGroupVersion, false},
+	"ResourceSlice":            {resourcev1.SchemeGroupVersion, false},
+	"DeviceClass":              {resourcev1.SchemeGroupVersion, false},
+	"ResourceClaim":            {resourcev1.SchemeGroupVersion, true},
 }
 
 // supportedKinds is what an error about an unknown kind lists.
 const supportedKinds = "ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding, AddOnPlacementScore, ClusterInventory, " +
-	"Placement, PlacementDecision, HPAIntent, Node, Pod, MachineGroup (Namespaces are ignored; a List may hold any of them)"
+	"Placement, PlacementDecision, HPAIntent, Node, Pod, MachineGroup, ResourceSlice, DeviceClass, ResourceClaim (Namespaces are ignored; a List may hold any of them)"
 
 // maxErrors is how many problems of one object a message lists.
 const maxErrors = 10
@@ -177,8 +182,8 @@ func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructure
 		what = fmt.Sprintf("%s %q", gvk.Kind, u.GetNamespace()+"/"+u.GetName())
 	}
 	server := "the hub's API server"
-	if gvk.Group == "" || gvk.Kind == "MachineGroup" {
-		server = "the cluster's API server" // Nodes, Pods and MachineGroups live in the managed clusters
+	if gvk.Group == "" || gvk.Kind == "MachineGroup" || gvk.Group == resourcev1.GroupName {
+		server = "the cluster's API server" // Nodes, Pods, MachineGroups and DRA objects live in the managed clusters
 	}
 	invalid := func(errs field.ErrorList) error {
 		return fmt.Errorf("%s: %s is invalid (%s would refuse it): %s", at, what, server, fieldErrors(errs))
@@ -229,11 +234,27 @@ func (f *Fleet) addUnstructured(ctx context.Context, u *unstructured.Unstructure
 		if errs := clusterSetSelector(o); len(errs) > 0 {
 			return fmt.Errorf("%s: %s has a selector OCM cannot read, and would select no cluster with: %s", at, what, fieldErrors(errs))
 		}
+	case *resourcev1.ResourceSlice:
+		if errs := validateResourceSlice(o); len(errs) > 0 {
+			return invalid(errs)
+		}
+	case *resourcev1.DeviceClass:
+		if errs := validateDeviceClass(o); len(errs) > 0 {
+			return invalid(errs)
+		}
+	case *resourcev1.ResourceClaim:
+		if errs := validateResourceClaim(o); len(errs) > 0 {
+			return invalid(errs)
+		}
 	case *corev1.Namespace:
 		return nil
 	}
 	scope := u.GetNamespace()
 	switch cluster := clusterOf(u); {
+	case gvk.Group == resourcev1.GroupName:
+		// Each managed cluster has DRA objects of its own, often of the same names.
+		scope = cluster + "/" + u.GetNamespace()
+		what = fmt.Sprintf("%s %q of cluster %q", gvk.Kind, u.GetName(), cluster)
 	case gvk.Kind == "MachineGroup":
 		// Each managed cluster has MachineGroups of its own, often of the same names.
 		scope = cluster

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -44,6 +45,8 @@ type Fleet struct {
 	Nodes         map[string][]*corev1.Node
 	Pods          []*corev1.Pod
 	MachineGroups map[string][]*fleetfitv1alpha1.MachineGroup
+	// Devices are the DRA objects of each cluster given by its Nodes.
+	Devices map[string]*devices
 
 	// places are where each object of a file was read, by objectKey, for messages.
 	places map[string]place
@@ -91,6 +94,16 @@ func (f *Fleet) Add(obj any) error {
 			f.MachineGroups = map[string][]*fleetfitv1alpha1.MachineGroup{}
 		}
 		f.MachineGroups[cluster] = append(f.MachineGroups[cluster], o)
+	case *resourcev1.ResourceSlice, *resourcev1.DeviceClass, *resourcev1.ResourceClaim:
+		m := obj.(metav1.Object)
+		cluster := m.GetLabels()[ClusterLabel]
+		if cluster == "" {
+			cluster = m.GetAnnotations()[ClusterLabel]
+		}
+		if cluster == "" {
+			return fmt.Errorf("%T %q has no %s label or annotation: say which managed cluster it belongs to", obj, m.GetName(), ClusterLabel)
+		}
+		f.addDevices(cluster, obj)
 	case *corev1.Namespace:
 	default:
 		kind := "this kind"
@@ -180,6 +193,11 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		return err
 	}
 	builders := map[string]*inventory.Cluster{}
+	for cluster := range f.Devices {
+		if len(f.Nodes[cluster]) == 0 {
+			return fmt.Errorf("the files give DRA objects (ResourceSlices, DeviceClasses, ResourceClaims) of cluster %q but none of its Nodes: add its Nodes, marked %s=%s", cluster, ClusterLabel, cluster)
+		}
+	}
 	for _, name := range names {
 		b, err := inventory.NewCluster(cfg)
 		if err != nil {
@@ -187,6 +205,10 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		}
 		for _, n := range f.Nodes[name] {
 			b.UpsertNode(n)
+		}
+		if d := f.Devices[name]; d != nil {
+			sum := d.summary()
+			b.SetDevices(sum.Nodes, &sum.Report)
 		}
 		builders[name] = b
 	}
@@ -226,7 +248,7 @@ func (f *Fleet) BuildInventories(cfg inventory.Config, now time.Time) error {
 		inv.Status.MachineGroups, inv.Status.OmittedMachineGroups = reportMachineGroups(f.MachineGroups[name], f.Nodes[name], podsOf[name])
 		f.Inventories = append(f.Inventories, inv)
 	}
-	f.Nodes, f.Pods, f.MachineGroups = nil, nil, nil
+	f.Nodes, f.Pods, f.MachineGroups, f.Devices = nil, nil, nil, nil
 	slices.SortFunc(f.Inventories, func(a, b *fleetfitv1alpha1.ClusterInventory) int { return cmp.Compare(a.Namespace, b.Namespace) })
 	return nil
 }
