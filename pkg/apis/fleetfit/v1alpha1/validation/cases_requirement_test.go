@@ -9,8 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/fleetfit/fleetfit/pkg/apis/fleetfit/v1alpha1"
+	"github.com/fleetfit/fleetfit/pkg/inventory/devicecel"
 	utiltesting "github.com/fleetfit/fleetfit/pkg/util/testing"
 )
 
@@ -25,7 +27,68 @@ func requirementCases() map[string]validationCase {
 		manyValues[i] = fmt.Sprintf("v%d", i)
 	}
 
+	devices := func(d v1alpha1.DeviceRequirement) v1alpha1.ResourceRequirement {
+		return v1alpha1.ResourceRequirement{Name: "gpus", Devices: &d}
+	}
+	a100 := []v1alpha1.DeviceSelector{{CEL: &v1alpha1.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "A100"`}}}
+	dev0 := req0.Child("devices")
 	cases := map[string]validationCase{
+		"two A100 devices": {
+			intent: intentRequiring(cpu(), devices(v1alpha1.DeviceRequirement{DeviceClassName: "gpu.example.com", Count: ptr.To[int32](2), Selectors: a100})),
+		},
+		"devices and a resource in one requirement": {
+			intent: func() *v1alpha1.HPAIntent {
+				r := devices(v1alpha1.DeviceRequirement{DeviceClassName: "gpu.example.com"})
+				r.Resource = &v1alpha1.ResourceAmount{Name: "cpu", Requests: ptr.To(resource.MustParse("1"))}
+				return intentRequiring(r)
+			}(),
+			want: field.ErrorList{field.Invalid(req0, omit, msgResourceXorFeature)},
+		},
+		"optional devices": {
+			intent: func() *v1alpha1.HPAIntent {
+				r := devices(v1alpha1.DeviceRequirement{DeviceClassName: "gpu.example.com"})
+				r.Mandatory = ptr.To(false)
+				return intentRequiring(r)
+			}(),
+			want: field.ErrorList{field.Invalid(req0, omit, msgOptionalDevices)},
+		},
+		"no devices": {
+			intent: intentRequiring(devices(v1alpha1.DeviceRequirement{DeviceClassName: "gpu.example.com", Count: ptr.To[int32](0)})),
+			want:   field.ErrorList{field.Invalid(dev0, omit, msgDeviceCount)},
+		},
+		"33 devices": {
+			intent: intentRequiring(devices(v1alpha1.DeviceRequirement{DeviceClassName: "gpu.example.com", Count: ptr.To[int32](33)})),
+			want:   field.ErrorList{field.Invalid(dev0.Child("count"), int64(33), "should be less than or equal to 32")},
+		},
+		"devices without a class": {
+			intent: intentRequiring(devices(v1alpha1.DeviceRequirement{})),
+			want:   field.ErrorList{field.Invalid(dev0.Child("deviceClassName"), "", "should be at least 1 chars long")},
+		},
+		"a class name that is no DeviceClass name": {
+			intent: intentRequiring(devices(v1alpha1.DeviceRequirement{DeviceClassName: "GPU_Example"})),
+			want: field.ErrorList{field.Invalid(dev0.Child("deviceClassName"), "GPU_Example",
+				describe("must be the name of a DeviceClass, such as gpu.example.com", k8svalidation.IsDNS1123Subdomain("GPU_Example")))},
+			goOnly: true,
+		},
+		"a selector that does not compile": {
+			intent: intentRequiring(devices(v1alpha1.DeviceRequirement{DeviceClassName: "gpu.example.com",
+				Selectors: []v1alpha1.DeviceSelector{{CEL: &v1alpha1.CELDeviceSelector{Expression: `device.attributes[`}}}})),
+			want: field.ErrorList{field.Invalid(dev0.Child("selectors").Index(0).Child("cel", "expression"), `device.attributes[`,
+				devicecelError(`device.attributes[`))},
+			goOnly: true,
+		},
+		"a selector that is no bool": {
+			intent: intentRequiring(devices(v1alpha1.DeviceRequirement{DeviceClassName: "gpu.example.com",
+				Selectors: []v1alpha1.DeviceSelector{{CEL: &v1alpha1.CELDeviceSelector{Expression: `device.driver`}}}})),
+			want: field.ErrorList{field.Invalid(dev0.Child("selectors").Index(0).Child("cel", "expression"), `device.driver`,
+				devicecelError(`device.driver`))},
+			goOnly: true,
+		},
+		"a selector too long": {
+			intent: intentRequiring(devices(v1alpha1.DeviceRequirement{DeviceClassName: "gpu.example.com",
+				Selectors: []v1alpha1.DeviceSelector{{CEL: &v1alpha1.CELDeviceSelector{Expression: long(v1alpha1.MaxDeviceSelectorLength + 1)}}}})),
+			want: field.ErrorList{field.TooLong(dev0.Child("selectors").Index(0).Child("cel", "expression"), "", v1alpha1.MaxDeviceSelectorLength)},
+		},
 		"requirement without name": {
 			intent: intentRequiring(res("", "cpu").Requests("1").Obj()),
 			want:   field.ErrorList{field.Invalid(req0.Child("name"), "", "should be at least 1 chars long")},
@@ -391,4 +454,13 @@ func requirementCases() map[string]validationCase {
 		}
 	}
 	return cases
+}
+
+// devicecelError is what devicecel says of an expression it refuses.
+func devicecelError(expr string) string {
+	err := devicecel.Check(expr)
+	if err == nil {
+		panic("devicecel accepts " + expr)
+	}
+	return err.Error()
 }

@@ -121,8 +121,29 @@ func specCases() map[string]validationCase {
 		return intentWith(consumers...).Split(sp).Obj()
 	}
 	zone := metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}
+	scaleUp := func(su v1alpha1.ScaleUp) *v1alpha1.HPAIntent {
+		in := intentWith(consumer("app").Requirement(cpu()).Obj()).Obj()
+		in.Spec.ScaleUp = &su
+		return in
+	}
+	scaleUpPath := specPath.Child("scaleUp")
 
 	return map[string]validationCase{
+		"scale-up Never": {
+			intent: scaleUp(v1alpha1.ScaleUp{Policy: v1alpha1.ScaleUpNever}),
+		},
+		"scale-up waiting 30m": {
+			intent: scaleUp(v1alpha1.ScaleUp{Policy: v1alpha1.ScaleUpIfNeeded, MaxWait: &metav1.Duration{Duration: 30 * time.Minute}}),
+		},
+		"scale-up policy unknown": {
+			intent: scaleUp(v1alpha1.ScaleUp{Policy: "Always"}),
+			want: field.ErrorList{field.NotSupported(scaleUpPath.Child("policy"), v1alpha1.ScaleUpPolicy("Always"),
+				[]string{string(v1alpha1.ScaleUpIfNeeded), string(v1alpha1.ScaleUpNever)})},
+		},
+		"scale-up waiting 10s": {
+			intent: scaleUp(v1alpha1.ScaleUp{MaxWait: &metav1.Duration{Duration: 10 * time.Second}}),
+			want:   field.ErrorList{field.Invalid(scaleUpPath.Child("maxWait"), "10s", "maxWait must be between 1m and 24h (10m when left out)")},
+		},
 		"fwall example": {
 			// A Go client sends core-fwall's memory, 1000 in units MB, as
 			// 1k; TestFwallAsWritten sends it as a person writes it.
