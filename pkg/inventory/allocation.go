@@ -271,7 +271,7 @@ func (a *Allocation) bestNode(remaining int64) (ci, vi int, fit int64) {
 		vectors := a.shapes[c.shape].vectors
 		for j := range vectors {
 			vec := &vectors[j]
-			if vec.count == 0 || a.newNodes(c.shape, j, 1) == 0 {
+			if vec.count == 0 || (j == 0 && c.shape >= len(a.view.shapes) && a.newNodes(c.shape, j, 1) == 0) {
 				continue
 			}
 			if !roomForOne(vec, needs) {

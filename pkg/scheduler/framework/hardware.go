@@ -59,7 +59,7 @@ func (c *ClusterInfo) HardwareFits(pods []*hpa.Pod, placementKey string, decided
 }
 
 // Fit is a cluster's answer for the pods of a placement.
-type Fit int
+type Fit uint8
 
 const (
 	// FitNever: the pods do not fit, not even once the cluster's pools add the nodes they may.
@@ -152,7 +152,10 @@ func (c *ClusterInfo) fitsScaling(pods []*hpa.Pod, placementKey string, now time
 			}
 		}
 	}
-	reserved := alloc.Launches()
+	var reserved []inventory.Launch
+	if c.View.CanScaleUp() {
+		reserved = alloc.Launches()
+	}
 	scaled := false
 	for _, pod := range pods {
 		if pod.Replicas <= 0 {
@@ -178,7 +181,10 @@ func (c *ClusterInfo) fitsScaling(pods []*hpa.Pod, placementKey string, now time
 		}
 		return FitNever, short, nil
 	}
-	if own := ownLaunches(alloc.Launches(), reserved); scaled && len(own) > 0 {
+	if !scaled {
+		return FitNow, "", nil
+	}
+	if own := ownLaunches(alloc.Launches(), reserved); len(own) > 0 {
 		return FitAfterScaleUp, "", own
 	}
 	return FitNow, "", nil
