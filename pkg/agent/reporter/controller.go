@@ -32,6 +32,11 @@
 // (resource.k8s.io/v1) it follows ResourceSlices, DeviceClasses and
 // ResourceClaims too, and reports the kinds of the devices
 // (status.devices) and their free counts in the node shapes; see devices.
+//
+// With Clients.SpokeDynamic, when the managed cluster serves Karpenter's
+// NodePools (karpenter.sh/v1), it follows them and the ConfigMap of
+// instance types Options.InstanceTypesConfigMap names, and reports the pools
+// with the shapes of node each can add (status.nodePools); see nodePools.
 package reporter
 
 import (
@@ -40,6 +45,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +53,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -91,6 +99,9 @@ type Clients struct {
 	// SpokeFleetfit reads the managed cluster's MachineGroups; it is needed
 	// only with Options.MachineGroups.
 	SpokeFleetfit fleetfitclient.Interface
+	// SpokeDynamic reads the managed cluster's Karpenter NodePools; without
+	// it the reporter reports no node pools.
+	SpokeDynamic dynamic.Interface
 }
 
 // Options tune the reporter. ClusterName and Inventory are required; zero
@@ -131,24 +142,35 @@ type Options struct {
 	// the reported device kinds (see inventory.DeviceInput); nil means
 	// inventory.DefaultIgnoredDeviceAttributes, empty means none.
 	DeviceIgnoredAttributes []string
+	// InstanceTypesConfigMap names the ConfigMap, in the agent's own
+	// namespace, whose key InstanceTypesKey lists the instance types the
+	// cluster's node pools can launch; an empty Name reads none, and pools
+	// then take their shapes from the nodes they launched.
+	InstanceTypesConfigMap types.NamespacedName
 }
 
 // Controller is the reporter. Build it with New and start it with Run.
 type Controller struct {
 	opts    Options
 	cluster *inventory.Cluster
-	queue   workqueue.TypedRateLimitingInterface[string]
-	factory informers.SharedInformerFactory
-	pods    informers.SharedInformerFactory
-	synced  []cache.InformerSynced
-	steps   []step
-	inv     *inventoryWriter
+	// syncsDone counts the syncs that completed, renewal scheduled: tests
+	// step a fake clock only once the renewal waits on it.
+	syncsDone atomic.Int32
+	queue     workqueue.TypedRateLimitingInterface[string]
+	factory   informers.SharedInformerFactory
+	pods      informers.SharedInformerFactory
+	synced    []cache.InformerSynced
+	steps     []step
+	inv       *inventoryWriter
 	// groups follows MachineGroups; nil unless Options.MachineGroups.
 	groups *machineGroups
 	// unschedulable follows the delivered pods that wait for a node.
 	unschedulable *unschedulablePods
 	// devices follows the DRA objects, when the cluster serves them.
 	devices *devices
+	// pools follows Karpenter's NodePools, when the cluster serves them;
+	// nil without Clients.SpokeDynamic.
+	pools *nodePools
 
 	// hub follows the cluster's own ClusterInventory for its spec; see
 	// labelKeys.
@@ -248,6 +270,11 @@ func New(clients Clients, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.nodeLister = c.factory.Core().V1().Nodes().Lister()
+	if clients.SpokeDynamic != nil {
+		if c.pools, err = newNodePools(clients.SpokeDynamic, clients.Spoke, opts.InstanceTypesConfigMap, nodes, c.nodeLister, c.enqueue); err != nil {
+			return nil, err
+		}
+	}
 	if opts.MachineGroups {
 		if c.groups, err = newMachineGroups(clients.SpokeFleetfit, c.enqueue); err != nil {
 			return nil, err
@@ -301,6 +328,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	// while after them: an agent whose RBAC predates them still reports.
 	c.devices.start(ctx)
 	defer c.devices.shutdown()
+	c.pools.start(ctx)
+	defer c.pools.shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		if ctx.Err() != nil {
 			return nil
@@ -308,6 +337,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("timed out waiting for node and pod caches")
 	}
 	c.devices.waitForSync(ctx, deviceSyncWait)
+	c.pools.waitForSync(ctx, poolSyncWait)
 	logger.Info("Reporting inventory", "minInterval", c.opts.MinInterval)
 	// The caches have synced, so the loop has none to wait for.
 	workers.Loop{
@@ -348,6 +378,7 @@ func (c *Controller) syncHub(ctx context.Context, key string) error {
 	// Nothing may change on the spoke for a long time, but the placement
 	// score expires: come back in time to renew it.
 	c.queue.AddAfter(key, c.opts.ScoreValidity/2)
+	c.syncsDone.Add(1)
 	return nil
 }
 
@@ -361,6 +392,7 @@ func (c *Controller) sync(ctx context.Context) error {
 	}
 	c.devices.apply(c.cluster)
 	st := &syncState{report: c.cluster.Summarize(), now: c.opts.Clock.Now()}
+	c.pools.apply(ctx, &st.report)
 	st.report.MachineGroups, st.report.OmittedMachineGroups = c.groups.report()
 	st.report.Unschedulable, st.report.OmittedUnschedulable = c.unschedulable.report()
 	if c.opts.OnReport != nil {

@@ -124,6 +124,9 @@ func TestMinIntervalCoalesces(t *testing.T) {
 	// take it for stale: the unchanged inventory is written again, with its
 	// revision kept. The inventory step runs before the score step, so once the
 	// renewed score is seen, the inventory step of that sync has decided.
+	// The sync that wrote schedules the renewal on the fake clock after its writes: step
+	// the clock only once it has, or the renewal would wait from the stepped time.
+	poll(t, "the coalesced sync to schedule its renewal", func() bool { return c.syncsDone.Load() >= 2 })
 	clock.Step(DefaultScoreValidity / 2)
 	wantValidUntil := clock.Now().Add(DefaultScoreValidity)
 	poll(t, "the renewed score", func() bool {
@@ -149,6 +152,7 @@ func TestMinIntervalCoalesces(t *testing.T) {
 	if err := hub.FleetfitV1alpha1().ClusterInventories(cluster).Delete(ctx, cluster, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	poll(t, "the renewal to schedule the next", func() bool { return c.syncsDone.Load() >= 3 })
 	clock.Step(DefaultScoreValidity / 2)
 	poll(t, "the inventory to be recreated", func() bool {
 		inv, err := hub.FleetfitV1alpha1().ClusterInventories(cluster).Get(ctx, cluster, metav1.GetOptions{})
