@@ -185,7 +185,11 @@ func (s *viewShape) alternatives(out []need, bounds [][2]int, r *Request, v *Vie
 				for k := from; k < len(out); k++ {
 					if out[k].index == idx {
 						out[k].milli += d.Count * 1000
-						out[k].label = label + " and more"
+						if out[k].label == "" {
+							// A resource of the pod's own of that name, which no agent reports.
+							out[k].label = string(out[k].name)
+						}
+						out[k].label += " and " + label
 						merged = true
 						break
 					}
