@@ -160,3 +160,18 @@ func TestDevicesRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestDevicesExample schedules deploy/examples/devices.yaml, the documented DRA fleet file:
+// train's two A100s fit only on the node with four, one of them allocated.
+func TestDevicesExample(t *testing.T) {
+	f, err := ReadFiles(t.Context(), []string{"../../deploy/examples/devices.yaml"}, ReadOptions{Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"demo/train": {"dra1"}}, selected(run(t, f))); diff != "" {
+		t.Errorf("decisions (-want,+got):\n%s", diff)
+	}
+	if got := inventory.DevicesByModel(&f.Inventories[0].Status); len(got) != 2 || got[0].Model != "A100" || got[0].Free != 4 || got[0].Allocatable != 5 {
+		t.Errorf("devices by model %+v, want A100 4 free of 5 and L4", got)
+	}
+}
