@@ -55,6 +55,8 @@ type ClusterVerdict struct {
 	// it, such as an inventory too old for new decisions that the placement's current
 	// decision keeps.
 	Note string `json:"note,omitempty"`
+	// Stale is set when the cluster's inventory is too old for new decisions.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Explain turns a result computed with Options.Explain into an explanation. Clusters are
@@ -97,6 +99,7 @@ func Explain(key string, r *Result) *Explanation {
 		v := ClusterVerdict{Name: name, Selected: selected[name]}
 		if info := r.snap.Cluster(i); info.InventoryStale(r.now) {
 			age, _ := info.InventoryAge(r.now)
+			v.Stale = true
 			v.Note = fmt.Sprintf("ClusterInventory is %s old (stale after %s): no new decisions onto this cluster until its agent reports again; existing ones are kept",
 				age.Round(time.Second), info.StaleAfter)
 		}

@@ -175,3 +175,26 @@ func TestDevicesExample(t *testing.T) {
 		t.Errorf("devices by model %+v, want A100 4 free of 5 and L4", got)
 	}
 }
+
+// TestScaleUpExample schedules deploy/examples/scaleup.yaml: no cluster has four GPUs on one
+// node now, and the one whose pool can add such a node is chosen, saying so.
+func TestScaleUpExample(t *testing.T) {
+	f, err := ReadFiles(t.Context(), []string{"../../deploy/examples/scaleup.yaml"}, ReadOptions{Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(t.Context(), f, Options{Now: f.Inventories[0].Status.ObservedAt.Time})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"demo/finetune": {"grow1"}}, selected(res)); diff != "" {
+		t.Errorf("decisions (-want,+got):\n%s", diff)
+	}
+	notes := map[string]string{}
+	for _, c := range res.Placements[0].Explanation.Clusters {
+		notes[c.Name] = c.Note
+	}
+	if want := "fits after scale-up: 1 node of gpu-4x from NodePool gpu (limit: 3 more)"; notes["grow1"] != want {
+		t.Errorf("grow1's note %q, want %q", notes["grow1"], want)
+	}
+}

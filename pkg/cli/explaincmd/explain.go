@@ -146,8 +146,10 @@ func PrintPlacement(w io.Writer, r *simulate.PlacementResult) error {
 			verdict = "rejected"
 		}
 		reason := c.Reason
-		if c.Note != "" {
+		if c.Stale {
 			verdict += " (stale)"
+		}
+		if c.Note != "" {
 			reason = strings.TrimSpace(reason + " " + c.Note)
 		}
 		t.Row(c.Name, verdict, output.Or(c.RejectedBy, "-"), output.Or(reason, "-"))
