@@ -12,8 +12,9 @@ import (
 // controllers that turn workloads into pods and clean up after them, the
 // ones that give every namespace its ServiceAccount and root CA, and the node
 // lifecycle controller, which removes the not-ready taint from new nodes once
-// they are Ready and keeps an eye on their Leases. Nothing that needs a
-// cloud, volumes or certificates signing.
+// they are Ready and keeps an eye on their Leases, and the resource claim
+// controller, which makes the ResourceClaims of pods that claim DRA devices
+// from a template. Nothing that needs a cloud, volumes or certificates signing.
 var Controllers = []string{
 	"deployment-controller",
 	"replicaset-controller",
@@ -28,6 +29,8 @@ var Controllers = []string{
 	"root-ca-certificate-publisher-controller",
 	"node-lifecycle-controller",
 	"pod-garbage-collector-controller",
+	// Dynamic Resource Allocation: the ResourceClaims of pods, made from their templates.
+	"resourceclaim-controller",
 }
 
 // StartKubeControllerManager runs kube-controller-manager against cp as its
