@@ -30,9 +30,9 @@ func TestSummarizeNodePools(t *testing.T) {
 	got, omitted := SummarizeNodePools([]NodePoolInput{gpuPool}, types, nil, reported)
 	want := []v1alpha1.ReportedNodePool{{
 		Name: "gpu", Provider: "karpenter", Ready: true,
-		Labels:     map[string]string{"fleetfit.io/pool": "gpu", LabelInstanceType: "g6.12xlarge", "topology.kubernetes.io/zone": "zone-a"},
-		Taints:     []corev1.Taint{{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}},
-		Limits:     gpuPool.Limits, Usage: gpuPool.Usage,
+		Labels: map[string]string{"fleetfit.io/pool": "gpu", LabelInstanceType: "g6.12xlarge", "topology.kubernetes.io/zone": "zone-a"},
+		Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}},
+		Limits: gpuPool.Limits, Usage: gpuPool.Usage,
 		ShapesFrom: v1alpha1.ShapesFromConfigMap,
 		Shapes: []v1alpha1.PoolShape{
 			{Name: "g6.12xlarge", Allocatable: types[0].Resources, Labels: map[string]string{LabelInstanceType: "g6.12xlarge"}, MaxNodes: 3},

@@ -71,7 +71,7 @@ func (v *View) indexPools(st *v1alpha1.ClusterInventoryStatus) {
 		}
 		for j := range p.Shapes {
 			ps := &p.Shapes[j]
-			if ps.MaxNodes < 1 {
+			if ps.MaxNodes < 0 {
 				continue
 			}
 			alloc := NewVector(ps.Allocatable)
@@ -111,8 +111,8 @@ func (v *View) indexPools(st *v1alpha1.ClusterInventoryStatus) {
 	}
 }
 
-// CanScaleUp reports whether the cluster has a ready pool that can add a
-// node.
+// CanScaleUp reports whether the cluster has a ready pool with known shapes:
+// one at its limits counts, and adds no node, so that a reason can say so.
 func (v *View) CanScaleUp() bool { return len(v.poolShapes) > 0 }
 
 // affordable is how many nodes of pool shape j the budget still allows.

@@ -6,13 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
@@ -33,7 +36,10 @@ import (
 
 // Options are the agent's command-line options.
 type Options struct {
-	ClusterName     string
+	ClusterName string
+	// Namespace is the agent's own namespace, where its instance-type
+	// ConfigMap is.
+	Namespace       string
 	HubKubeconfig   string
 	Kubeconfig      string
 	FeaturePrefixes []string
@@ -41,6 +47,9 @@ type Options struct {
 	// DeviceIgnoredAttributes are the DRA device attributes left out of the
 	// reported device kinds.
 	DeviceIgnoredAttributes []string
+	// InstanceTypesConfigMap names the ConfigMap in Namespace that lists the
+	// instance types the cluster's node pools can launch; empty reads none.
+	InstanceTypesConfigMap string
 	// HubCertificateCheckInterval is how often open connections to the hub
 	// are checked for a replaced client certificate file.
 	HubCertificateCheckInterval time.Duration
@@ -64,9 +73,20 @@ type Options struct {
 // can list: more would be ignored without saying so.
 const maxDeviceIgnoredAttributes = 32
 
+// defaultNamespace is the agent's namespace when --namespace is not given:
+// $POD_NAMESPACE, else deploy/agent's.
+func defaultNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return machine.DefaultNamespace
+}
+
 // NewCommand returns the fleetfit-agent command.
 func NewCommand() *cobra.Command {
 	o := &Options{
+		Namespace:               defaultNamespace(),
+		InstanceTypesConfigMap:  reporter.DefaultInstanceTypesConfigMap,
 		FeaturePrefixes:         slices.Clone(inventory.DefaultFeatureLabelPrefixes),
 		MinInterval:             reporter.DefaultMinInterval,
 		DeviceIgnoredAttributes: slices.Clone(inventory.DefaultIgnoredDeviceAttributes),
@@ -96,6 +116,8 @@ func NewCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&o.ClusterName, "cluster-name", "", "name of this managed cluster on the hub (its namespace there)")
+	c.Flags().StringVar(&o.Namespace, "namespace", o.Namespace, "the agent's own namespace, where its instance-type ConfigMap is (default: $POD_NAMESPACE, else fleetfit-agent)")
+	c.Flags().StringVar(&o.InstanceTypesConfigMap, "instance-types-configmap", o.InstanceTypesConfigMap, "ConfigMap in the agent's namespace whose key "+reporter.InstanceTypesKey+" lists, as JSON, the instance types the cluster's Karpenter NodePools can launch ({name, allocatable, labels}, or the {name, resources} entries of Karpenter's kwok provider); without it a pool's shapes are those of the nodes it launched (empty: read none)")
 	c.Flags().StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig for the hub cluster")
 	c.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this managed cluster (default: in-cluster)")
 	c.Flags().StringSliceVar(&o.FeaturePrefixes, "feature-prefixes", o.FeaturePrefixes, "node label prefixes reported as features (an exact key is its own prefix)")
@@ -125,6 +147,15 @@ func (o *Options) Validate() error {
 	}
 	if o.HubKubeconfig == "" {
 		errs = append(errs, errors.New("--hub-kubeconfig is required"))
+	}
+	if o.InstanceTypesConfigMap != "" {
+		// The namespace is only where the ConfigMap is.
+		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--namespace %q: %v", o.Namespace, msgs))
+		}
+		if msgs := validation.IsDNS1123Subdomain(o.InstanceTypesConfigMap); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--instance-types-configmap %q: %v", o.InstanceTypesConfigMap, msgs))
+		}
 	}
 	if o.HubCertificateCheckInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--hub-certificate-check-interval must be positive, got %v", o.HubCertificateCheckInterval))
@@ -216,7 +247,11 @@ func (o *Options) Run(ctx context.Context) error {
 
 	cfg := inventory.DefaultConfig()
 	cfg.FeatureLabelPrefixes = o.FeaturePrefixes
-	clients := reporter.Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster}
+	spokeDynamic, err := dynamic.NewForConfig(spokeCfg)
+	if err != nil {
+		return err
+	}
+	clients := reporter.Clients{Spoke: spoke, Hub: hub, HubCluster: hubCluster, SpokeDynamic: spokeDynamic}
 	var spokeFleetfit fleetfitclient.Interface
 	if o.MachineGroups {
 		if spokeFleetfit, err = fleetfitclient.NewForConfig(spokeCfg); err != nil {
@@ -227,6 +262,9 @@ func (o *Options) Run(ctx context.Context) error {
 	ropts := reporter.Options{
 		ClusterName: o.ClusterName, Inventory: cfg, MinInterval: o.MinInterval, MachineGroups: o.MachineGroups, UsageScore: o.UsageScore,
 		DeviceIgnoredAttributes: o.DeviceIgnoredAttributes,
+	}
+	if o.InstanceTypesConfigMap != "" {
+		ropts.InstanceTypesConfigMap = types.NamespacedName{Namespace: o.Namespace, Name: o.InstanceTypesConfigMap}
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	if o.ClusterClaims {
