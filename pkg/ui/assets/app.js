@@ -218,13 +218,14 @@ function renderClusters(f) {
       el("td", { dataset: { col: "largest" } }, c.largest ? c.largest.text : "-"),
       el("td", { dataset: { col: "room" } }, room(c)),
       el("td", { dataset: { col: "machines" } }, r.machines),
+      el("td", { dataset: { col: "canAdd" } }, r.canAdd),
       el("td", { class: c.stale ? "no" : "", dataset: { col: "inventory" } }, r.inventory),
       el("td", { dataset: { col: "agent" } }, r.agent),
       el("td", { class: "fit-col", dataset: { col: "fit" } }, c.fit ? fitCell(c.fit) : ""),
     );
     return tr;
   });
-  if (rows.length === 0) rows.push(el("tr", {}, el("td", { colspan: 12, class: "muted" }, f.clusters ? "No cluster matches." : "The hub has no managed clusters.")));
+  if (rows.length === 0) rows.push(el("tr", {}, el("td", { colspan: 13, class: "muted" }, f.clusters ? "No cluster matches." : "The hub has no managed clusters.")));
   table.tBodies[0].replaceChildren(...rows);
 }
 
