@@ -67,7 +67,7 @@ func TestHPAIntentAdmission(t *testing.T) {
 				requirement(i, "cpu").Feature = &v1alpha1.FeatureRequirement{Key: "feature.node.kubernetes.io/cpu-cpuid.AVX512F", Operator: corev1.NodeSelectorOpExists}
 				return i
 			}(),
-			wantMessage: "set exactly one of resource (an amount to have free on a node), feature (a node label requirement) or machineType (a machine of a MachineGroup's type for each replica)",
+			wantMessage: "set exactly one of resource (an amount to have free on a node), feature (a node label requirement), machineType (a machine of a MachineGroup's type for each replica) or devices (DRA devices on the node)",
 		},
 		"two mandatory amounts of one resource": {
 			intent: func() *v1alpha1.HPAIntent {
