@@ -124,8 +124,7 @@ func (v *View) poolsGained(old *View) bool {
 	room := func(w *View) map[string]int64 {
 		out := map[string]int64{}
 		for j := range w.poolShapes {
-			info := &w.poolShapeInfo[j]
-			out[w.poolShapes[j].name] = min(w.poolShapes[j].vectors[0].count, affordable(w.pools[info.pool].budget, info.cost))
+			out[w.poolShapes[j].name] = w.poolRoom(j)
 		}
 		return out
 	}

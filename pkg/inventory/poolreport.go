@@ -152,19 +152,17 @@ func summarizePool(p *NodePoolInput, types []InstanceType, nodes []*corev1.Node,
 		rp.Message = fmt.Sprintf("%d instance types left out beyond the first %d", len(shapes)-v1alpha1.MaxPoolShapes, v1alpha1.MaxPoolShapes)
 		shapes = shapes[:v1alpha1.MaxPoolShapes]
 	}
-	// How many of each shape the limits allow, counted as the hub counts them.
-	v := &View{}
+	// How many of each shape the limits allow, counted as the hub counts them (PoolRooms),
+	// of at most MaxPoolNodes each, so the count fits an int32.
 	probe := rp.DeepCopy()
+	probe.Ready = true
 	probe.Shapes = slices.Clone(shapes)
 	for i := range probe.Shapes {
 		probe.Shapes[i].MaxNodes = v1alpha1.MaxPoolNodes
 	}
-	probe.Ready = true
-	v.indexPools(&v1alpha1.ClusterInventoryStatus{NodePools: []v1alpha1.ReportedNodePool{*probe}})
 	room := map[string]int64{}
-	for j := range v.poolShapes {
-		info := &v.poolShapeInfo[j]
-		room[info.name] = min(v.poolShapes[j].vectors[0].count, affordable(v.pools[info.pool].budget, info.cost))
+	for _, r := range PoolRooms(&v1alpha1.ClusterInventoryStatus{NodePools: []v1alpha1.ReportedNodePool{*probe}}) {
+		room[r.Shape] = r.Nodes
 	}
 	for i := range shapes {
 		shapes[i].MaxNodes = int32(room[shapes[i].Name])

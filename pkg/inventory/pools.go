@@ -221,8 +221,14 @@ func PoolRooms(st *v1alpha1.ClusterInventoryStatus) []PoolRoom {
 	var out []PoolRoom
 	for j := range v.poolShapes {
 		info := &v.poolShapeInfo[j]
-		n := min(v.poolShapes[j].vectors[0].count, affordable(v.pools[info.pool].budget, info.cost))
-		out = append(out, PoolRoom{Pool: v.pools[info.pool].name, Shape: info.name, Nodes: n})
+		out = append(out, PoolRoom{Pool: v.pools[info.pool].name, Shape: info.name, Nodes: v.poolRoom(j)})
 	}
 	return out
+}
+
+// poolRoom is how many nodes of pool shape j the View's pool can add: the shape's maxNodes,
+// within what the pool's limits allow.
+func (v *View) poolRoom(j int) int64 {
+	info := &v.poolShapeInfo[j]
+	return min(v.poolShapes[j].vectors[0].count, affordable(v.pools[info.pool].budget, info.cost))
 }
