@@ -155,6 +155,19 @@ func (a *Allocation) SetScaleUp(on bool) bool {
 	return len(a.view.poolShapes) > 0
 }
 
+// PlaceScalingUp is Place on the nodes there are, then, for the replicas they cannot take,
+// on nodes the cluster's pools may add (the Allocation does not stay in scale-up mode). It
+// returns how many replicas it placed and whether new nodes took some.
+func (a *Allocation) PlaceScalingUp(r *Request, replicas int64) (placed int64, scaled bool) {
+	placed = a.Place(r, replicas)
+	if placed < replicas && a.SetScaleUp(true) {
+		more := a.Place(r, replicas-placed)
+		a.SetScaleUp(false)
+		placed, scaled = placed+more, more > 0
+	}
+	return placed, scaled
+}
+
 // Launches returns the nodes the Allocation added, by pool and shape.
 func (a *Allocation) Launches() []Launch {
 	var out []Launch

@@ -143,15 +143,7 @@ func (c *ClusterInfo) fitsScaling(pods []*hpa.Pod, placementKey string, now time
 	alloc := allocations.Get().(*inventory.Allocation)
 	defer allocations.Put(alloc)
 	alloc.Reset(c.View)
-	for k := range c.Reservations {
-		r := &c.Reservations[k]
-		if r.Placement != placementKey && r.Active(now) {
-			if placed := alloc.Place(r.Request, r.Replicas); placed < r.Replicas && alloc.SetScaleUp(true) {
-				alloc.Place(r.Request, r.Replicas-placed)
-				alloc.SetScaleUp(false)
-			}
-		}
-	}
+	c.placeReservations(alloc, placementKey, now)
 	var reserved []inventory.Launch
 	if c.View.CanScaleUp() {
 		reserved = alloc.Launches()
@@ -163,11 +155,13 @@ func (c *ClusterInfo) fitsScaling(pods []*hpa.Pod, placementKey string, now time
 		}
 		// A split pod needs its smallest share here; the others all their replicas.
 		replicas := int64(pod.PerCluster())
-		placed := alloc.Place(pod.Request, replicas)
-		if placed < replicas && pod.ScaleUp && alloc.SetScaleUp(true) {
-			placed += alloc.Place(pod.Request, replicas-placed)
-			alloc.SetScaleUp(false)
-			scaled = true
+		var placed int64
+		if pod.ScaleUp {
+			var more bool
+			placed, more = alloc.PlaceScalingUp(pod.Request, replicas)
+			scaled = scaled || more
+		} else {
+			placed = alloc.Place(pod.Request, replicas)
 		}
 		if placed >= replicas {
 			continue
@@ -188,6 +182,17 @@ func (c *ClusterInfo) fitsScaling(pods []*hpa.Pod, placementKey string, now time
 		return FitAfterScaleUp, "", own
 	}
 	return FitNow, "", nil
+}
+
+// placeReservations places on alloc the active reservations of other placements than
+// placementKey. They take new nodes of the cluster's pools when the nodes there are cannot hold
+// them: they were decided with a scale-up, and a burst must not promise one new node twice.
+func (c *ClusterInfo) placeReservations(alloc *inventory.Allocation, placementKey string, now time.Time) {
+	for k := range c.Reservations {
+		if r := &c.Reservations[k]; r.Placement != placementKey && r.Active(now) {
+			alloc.PlaceScalingUp(r.Request, r.Replicas)
+		}
+	}
 }
 
 // ownLaunches is what the pods added beyond the nodes reservations had added (before).
@@ -314,15 +319,7 @@ func (c *ClusterInfo) SplitCapacity(pod *hpa.Pod, placementKey string, now time.
 	alloc := allocations.Get().(*inventory.Allocation)
 	defer allocations.Put(alloc)
 	alloc.Reset(c.View)
-	for k := range c.Reservations {
-		r := &c.Reservations[k]
-		if r.Placement != placementKey && r.Active(now) {
-			if placed := alloc.Place(r.Request, r.Replicas); placed < r.Replicas && alloc.SetScaleUp(true) {
-				alloc.Place(r.Request, r.Replicas-placed)
-				alloc.SetScaleUp(false)
-			}
-		}
-	}
+	c.placeReservations(alloc, placementKey, now)
 	return alloc.Place(pod.Request, limit)
 }
 
