@@ -5,6 +5,7 @@ import (
 
 	resourcev1 "k8s.io/api/resource/v1"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -155,8 +156,12 @@ func validateDriverName(name string, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// addDevices files a DRA object under its cluster.
-func (f *Fleet) addDevices(cluster string, obj any) {
+// addDevices files a DRA object, a kind with m, under the cluster it is marked with.
+func (f *Fleet) addDevices(kind string, m *metav1.ObjectMeta, obj any) error {
+	cluster := marker(m)
+	if cluster == "" {
+		return fmt.Errorf("%s %q has no %s label or annotation: say which managed cluster it belongs to", kind, m.Name, ClusterLabel)
+	}
 	if f.Devices == nil {
 		f.Devices = map[string]*devices{}
 	}
@@ -173,6 +178,7 @@ func (f *Fleet) addDevices(cluster string, obj any) {
 	case *resourcev1.ResourceClaim:
 		d.claims = append(d.claims, o)
 	}
+	return nil
 }
 
 // summary is the cluster's devices as its agent would report them.

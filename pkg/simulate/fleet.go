@@ -94,16 +94,12 @@ func (f *Fleet) Add(obj any) error {
 			f.MachineGroups = map[string][]*fleetfitv1alpha1.MachineGroup{}
 		}
 		f.MachineGroups[cluster] = append(f.MachineGroups[cluster], o)
-	case *resourcev1.ResourceSlice, *resourcev1.DeviceClass, *resourcev1.ResourceClaim:
-		m := obj.(metav1.Object)
-		cluster := m.GetLabels()[ClusterLabel]
-		if cluster == "" {
-			cluster = m.GetAnnotations()[ClusterLabel]
-		}
-		if cluster == "" {
-			return fmt.Errorf("%T %q has no %s label or annotation: say which managed cluster it belongs to", obj, m.GetName(), ClusterLabel)
-		}
-		f.addDevices(cluster, obj)
+	case *resourcev1.ResourceSlice:
+		return f.addDevices("ResourceSlice", &o.ObjectMeta, o)
+	case *resourcev1.DeviceClass:
+		return f.addDevices("DeviceClass", &o.ObjectMeta, o)
+	case *resourcev1.ResourceClaim:
+		return f.addDevices("ResourceClaim", &o.ObjectMeta, o)
 	case *corev1.Namespace:
 	default:
 		kind := "this kind"

@@ -98,6 +98,8 @@ type Device struct {
 // limit. An error (an attribute the device lacks, a limit reached) means the
 // device does not match, as for kube-scheduler, which fails the allocation.
 func (p *Program) Matches(d Device) (bool, error) {
+	// No caller's context: an answer is remembered per kind and shared by every cycle that
+	// asks (inventory.DeviceRequest), so no one caller's cancellation may cut it short.
 	ctx, cancel := context.WithTimeout(context.Background(), EvalTimeout)
 	defer cancel()
 	ok, _, err := p.result.DeviceMatches(ctx, dracel.Device{Driver: d.Driver, Attributes: d.Attributes, Capacity: d.Capacity})
