@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -94,6 +96,11 @@ func (d *DeviceRequest) match(name corev1.ResourceName, k *v1alpha1.DeviceKind) 
 		dev := devicecel.Device{Driver: k.Driver, Attributes: k.Attributes, Capacity: k.Capacity}
 		for _, p := range d.selectors {
 			ok, err := p.Matches(dev)
+			if errors.Is(err, context.DeadlineExceeded) {
+				// Out of time on a busy hub: no match now, but not remembered, since
+				// another try may finish.
+				return kindMatch{err: err.Error()}
+			}
 			if err != nil {
 				m = kindMatch{err: err.Error()}
 				break

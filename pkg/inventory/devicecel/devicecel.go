@@ -99,7 +99,8 @@ type Device struct {
 // device does not match, as for kube-scheduler, which fails the allocation.
 func (p *Program) Matches(d Device) (bool, error) {
 	// No caller's context: an answer is remembered per kind and shared by every cycle that
-	// asks (inventory.DeviceRequest), so no one caller's cancellation may cut it short.
+	// asks (inventory.DeviceRequest), so no one caller's cancellation may cut it short; one
+	// cut short by EvalTimeout is a context.DeadlineExceeded, which is not remembered.
 	ctx, cancel := context.WithTimeout(context.Background(), EvalTimeout)
 	defer cancel()
 	ok, _, err := p.result.DeviceMatches(ctx, dracel.Device{Driver: d.Driver, Attributes: d.Attributes, Capacity: d.Capacity})
